@@ -1,0 +1,28 @@
+# The README's two commands, and their parts.
+SHELL := /bin/bash
+CARGO ?= cargo
+
+.PHONY: demo test test-rust lint crash-long bench deps
+
+deps:
+	@command -v cargo >/dev/null || { echo "cargo is missing: install rustup (https://rustup.rs)"; exit 1; }
+	@rustup component list --installed 2>/dev/null | grep -q clippy || rustup component add clippy rustfmt
+
+demo: deps
+	$(CARGO) build --release --locked -p bale-cli
+	./scripts/demo.sh target/release/bale
+
+test: deps lint test-rust
+
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+
+test-rust:
+	$(CARGO) test --workspace --locked
+
+crash-long:
+	BALE_CRASH_IMAGES=100000 $(CARGO) test --release --locked -p bale --test crash -- --nocapture
+
+bench:
+	./bench/run.sh

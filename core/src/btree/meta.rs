@@ -1,0 +1,85 @@
+//! The two meta pages (pages 1 and 2): the root of each commit. A commit
+//! writes the slot its transaction id selects; open takes the valid slot
+//! with the higher id (FORMAT.md, "Meta pages").
+#![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
+
+use super::page::{KIND_META, PAGE_HDR, seal, verify, write_header};
+use crate::error::{Error, Result};
+use crate::format::bytes::{put_u64, u64_at};
+
+/// Page number of meta slot `txn % 2`.
+pub fn meta_page(txn: u64) -> u64 {
+    1 + (txn & 1)
+}
+
+/// Pages every store has before its first tree page: header and two metas.
+pub const FIRST_DATA_PAGE: u64 = 3;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Meta {
+    pub txn: u64,
+    /// Root page of the tree; 0 for an empty tree.
+    pub root: u64,
+    /// Levels of the tree: 0 empty, 1 a single leaf.
+    pub depth: u8,
+    pub entries: u64,
+    /// Pages 0..page_count exist; later bytes of the file are ignored.
+    pub page_count: u64,
+    /// First page of the free-list chain; 0 when nothing is free.
+    pub free_head: u64,
+    /// Pages in the free-list chain.
+    pub free_pages: u64,
+}
+
+impl Meta {
+    #[allow(clippy::indexing_slicing)]
+    pub fn encode(&self, page_size: usize) -> Vec<u8> {
+        let mut p = vec![0u8; page_size];
+        write_header(&mut p, KIND_META, 0, 0, self.txn);
+        put_u64(&mut p, PAGE_HDR, self.root);
+        put_u64(&mut p, PAGE_HDR + 8, self.entries);
+        put_u64(&mut p, PAGE_HDR + 16, self.page_count);
+        put_u64(&mut p, PAGE_HDR + 24, self.free_head);
+        put_u64(&mut p, PAGE_HDR + 32, self.free_pages);
+        p[PAGE_HDR + 40] = self.depth;
+        seal(&mut p, meta_page(self.txn));
+        p
+    }
+
+    /// Decodes a meta page read from `page_no`, checking its checksum and
+    /// that its fields are consistent with each other.
+    pub fn decode(p: &[u8], page_no: u64) -> Result<Meta> {
+        verify(p, page_no, KIND_META)?;
+        let f = |off: usize| {
+            u64_at(p, off).ok_or_else(|| Error::corrupt_page(page_no, "meta page too short"))
+        };
+        let m = Meta {
+            txn: f(8)?,
+            root: f(PAGE_HDR)?,
+            entries: f(PAGE_HDR + 8)?,
+            page_count: f(PAGE_HDR + 16)?,
+            free_head: f(PAGE_HDR + 24)?,
+            free_pages: f(PAGE_HDR + 32)?,
+            depth: p.get(PAGE_HDR + 40).copied().unwrap_or(0),
+        };
+        let bad = |what: &str| Err(Error::corrupt_page(page_no, format!("meta: {what}")));
+        if meta_page(m.txn) != page_no {
+            return bad("transaction id does not match its slot");
+        }
+        if m.page_count < FIRST_DATA_PAGE || m.page_count > (1u64 << 48) {
+            return bad("impossible page count");
+        }
+        let in_file = |pg: u64| pg >= FIRST_DATA_PAGE && pg < m.page_count;
+        if (m.root == 0) != (m.depth == 0) || (m.root != 0 && !in_file(m.root)) {
+            return bad("root page out of range");
+        }
+        if m.depth as usize > super::page::MAX_DEPTH || (m.root == 0 && m.entries != 0) {
+            return bad("impossible depth or entry count");
+        }
+        if (m.free_head == 0) != (m.free_pages == 0) || (m.free_head != 0 && !in_file(m.free_head))
+        {
+            return bad("free list out of range");
+        }
+        Ok(m)
+    }
+}

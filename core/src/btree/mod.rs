@@ -1,0 +1,31 @@
+//! The tree store: a crash-safe, copy-on-write B+-tree in one file.
+
+mod check;
+mod compact;
+mod cursor;
+mod freelist;
+pub mod meta;
+mod node;
+pub mod page;
+mod read;
+mod snapshot;
+mod stat;
+mod store;
+mod value;
+mod walk;
+mod write;
+
+pub use check::{CheckReport, Problem, check, check_txn};
+pub use compact::{CompactReport, compact_into};
+pub use stat::{Stat, stat};
+
+pub use cursor::{Cursor, Range, ValueRef, ValueStream};
+pub use read::{ReadOps, ReadTxn, prefix_end};
+pub use store::{Options, Store};
+pub use value::ValueReader;
+pub use write::WriteTxn;
+
+/// Format version of tree-store files this build writes and reads.
+pub const FORMAT_VERSION: u16 = 1;
+/// Values must be shorter than 2^48 bytes.
+pub const MAX_VALUE_LEN: u64 = 1 << 48;

@@ -1,0 +1,130 @@
+//! One consistent view of the file: a meta page and the pages below its
+//! page count, read through a memory map or positioned reads, each page's
+//! checksum verified the first time this snapshot touches it.
+#![deny(clippy::indexing_slicing, clippy::unwrap_used, clippy::expect_used)]
+
+use std::ops::Deref;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::meta::Meta;
+use super::page::{Geometry, verify};
+use crate::error::{Error, Result};
+use crate::io::{Mapping, Storage};
+
+/// Bytes of one page: borrowed from the map, or read into a buffer.
+pub enum PageBuf<'a> {
+    Mapped(&'a [u8]),
+    Owned(Box<[u8]>),
+}
+
+impl Deref for PageBuf<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            PageBuf::Mapped(b) => b,
+            PageBuf::Owned(b) => b,
+        }
+    }
+}
+
+pub struct Snapshot {
+    pub storage: Arc<dyn Storage>,
+    pub map: Option<Mapping>,
+    pub meta: Meta,
+    pub geo: Geometry,
+    /// One bit per page: checksum already verified in this snapshot.
+    verified: Box<[AtomicU64]>,
+}
+
+impl Snapshot {
+    pub fn new(
+        storage: Arc<dyn Storage>,
+        map: Option<Mapping>,
+        meta: Meta,
+        geo: Geometry,
+    ) -> Snapshot {
+        let words = meta.page_count.div_ceil(64) as usize;
+        let verified = (0..words).map(|_| AtomicU64::new(0)).collect();
+        Snapshot {
+            storage,
+            map,
+            meta,
+            geo,
+            verified,
+        }
+    }
+
+    fn offset(&self, page: u64) -> Result<u64> {
+        if page == 0 || page >= self.meta.page_count {
+            return Err(Error::corrupt(format!(
+                "page {page} is outside the file's {} pages; the file is damaged, run `bale check`",
+                self.meta.page_count
+            ))
+            .at_page(page));
+        }
+        Ok(page * self.geo.page_size as u64)
+    }
+
+    /// Raw bytes of `n` pages from `page`, unverified (value blocks carry
+    /// their own checksum).
+    pub fn raw(&self, page: u64, n: u64) -> Result<PageBuf<'_>> {
+        let off = self.offset(page)?;
+        let last = page.checked_add(n).filter(|e| *e <= self.meta.page_count);
+        if n == 0 || last.is_none() {
+            return Err(Error::corrupt_page(page, "page run outside the file"));
+        }
+        let len = (n as usize)
+            .checked_mul(self.geo.page_size)
+            .ok_or_else(|| Error::corrupt_page(page, "run too long"))?;
+        if let Some(m) = &self.map {
+            let bytes: &[u8] = (**m).as_ref();
+            if let Some(b) = bytes.get(off as usize..off as usize + len) {
+                return Ok(PageBuf::Mapped(b));
+            }
+        }
+        let mut buf = vec![0u8; len].into_boxed_slice();
+        self.storage.read_exact_at(&mut buf, off)?;
+        Ok(PageBuf::Owned(buf))
+    }
+
+    /// Forgets that `page` was verified: a write transaction is about to
+    /// reuse it.
+    pub fn forget(&self, page: u64) {
+        if let Some(x) = self.verified.get((page / 64) as usize) {
+            x.fetch_and(!(1u64 << (page % 64)), Ordering::Relaxed);
+        }
+    }
+
+    /// Lets a write transaction read pages it appended past the base page count.
+    pub fn extend_to(&mut self, page_count: u64) {
+        self.meta.page_count = self.meta.page_count.max(page_count);
+    }
+
+    /// Page `page`, checksum verified and of kind `kind`.
+    pub fn page(&self, page: u64, kind: u8) -> Result<PageBuf<'_>> {
+        let buf = self.raw(page, 1)?;
+        let (w, bit) = ((page / 64) as usize, 1u64 << (page % 64));
+        let word = self.verified.get(w);
+        if word.is_some_and(|x| x.load(Ordering::Relaxed) & bit != 0) {
+            let got = buf.first().copied().unwrap_or(0);
+            let ok = if kind == super::page::ANY_NODE {
+                got == super::page::KIND_LEAF || got == super::page::KIND_BRANCH
+            } else {
+                got == kind
+            };
+            if !ok {
+                return Err(Error::corrupt_page(
+                    page,
+                    format!("expected page kind {kind}, found {got}"),
+                ));
+            }
+            return Ok(buf);
+        }
+        verify(&buf, page, kind).map_err(|e| e.at_page(page))?;
+        if let Some(x) = word {
+            x.fetch_or(bit, Ordering::Relaxed);
+        }
+        Ok(buf)
+    }
+}

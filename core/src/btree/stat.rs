@@ -1,0 +1,111 @@
+//! `stat`: page counts, depth, fill and value bytes of the latest commit.
+
+use super::page::{CellValue, LargeRef, NodeView};
+use super::store::{Store, load_free};
+use super::value::for_each_run;
+use super::walk::{PageSet, Visitor, walk};
+use crate::error::Result;
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Stat {
+    pub txn: u64,
+    pub page_size: u64,
+    pub file_pages: u64,
+    pub depth: u64,
+    pub entries: u64,
+    pub leaf_pages: u64,
+    pub branch_pages: u64,
+    /// Share of leaf and branch page bytes holding cells (0..1).
+    pub fill: f64,
+    pub inline_value_bytes: u64,
+    pub large_values: u64,
+    /// Bytes of large values as written by callers.
+    pub large_value_bytes: u64,
+    /// Bytes their blocks take after compression.
+    pub large_stored_bytes: u64,
+    /// Pages of large-value blocks and their indexes.
+    pub large_pages: u64,
+    pub free_pages: u64,
+    pub free_list_pages: u64,
+}
+
+struct Counter {
+    s: Stat,
+    used: u64,
+    large: Vec<LargeRef>,
+}
+
+impl Visitor for Counter {
+    fn node(&mut self, _page: u64, _depth: usize, v: &NodeView<'_>) {
+        if v.is_leaf() {
+            self.s.leaf_pages += 1;
+            for i in 0..v.count() {
+                if let Ok((k, val)) = v.entry(i) {
+                    self.used += (2 + 5 + k.len()) as u64;
+                    match val {
+                        CellValue::Inline(b) => {
+                            self.s.inline_value_bytes += b.len() as u64;
+                            self.used += b.len() as u64;
+                        }
+                        CellValue::Large(_) => self.used += 17,
+                    }
+                }
+            }
+        } else {
+            self.s.branch_pages += 1;
+            self.used += 8;
+            for i in 0..v.count() {
+                if let Ok(k) = v.key(i) {
+                    self.used += (2 + 10 + k.len()) as u64;
+                }
+            }
+        }
+        self.used += 16;
+    }
+    fn large(&mut self, _page: u64, _key: &[u8], r: &LargeRef) {
+        self.large.push(*r);
+    }
+    fn problem(&mut self, _page: Option<u64>, _message: String) {}
+}
+
+/// Statistics of the latest commit of `store`.
+pub fn stat(store: &Store) -> Result<Stat> {
+    let txn = store.read()?;
+    let snap = txn.snapshot();
+    let m = snap.meta;
+    let ps = snap.geo.page_size as u64;
+    let mut c = Counter {
+        s: Stat::default(),
+        used: 0,
+        large: Vec::new(),
+    };
+    let mut seen = PageSet::new(m.page_count);
+    walk(snap, &mut seen, &mut c)?;
+    for r in std::mem::take(&mut c.large) {
+        c.s.large_values += 1;
+        c.s.large_value_bytes += r.len;
+        let mut pages = 0;
+        c.s.large_stored_bytes += for_each_run(snap, &r, txn.block_log2(), &mut |_, n, _| {
+            pages += n;
+            Ok(())
+        })?;
+        c.s.large_pages += pages;
+    }
+    let (free, chain) = load_free(snap)?;
+    let nodes = c.s.leaf_pages + c.s.branch_pages;
+    Ok(Stat {
+        txn: m.txn,
+        page_size: ps,
+        file_pages: m.page_count,
+        depth: m.depth as u64,
+        entries: m.entries,
+        fill: if nodes == 0 {
+            0.0
+        } else {
+            c.used as f64 / (nodes * (ps - 8)) as f64
+        },
+        free_pages: free.total_pages(),
+        free_list_pages: chain.len() as u64,
+        ..c.s
+    })
+}

@@ -1,0 +1,460 @@
+//! Opening a tree store, and the handle shared by its transactions.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use super::FORMAT_VERSION;
+use super::freelist::{FreeState, decode_chain_page};
+use super::meta::{FIRST_DATA_PAGE, Meta};
+use super::page::{DEFAULT_PAGE_SIZE, Geometry, KIND_FREE, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
+use super::read::{ReadOps, ReadTxn};
+use super::snapshot::Snapshot;
+use super::write::WriteTxn;
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::header::{FileKind, HEADER_LEN, Header};
+use crate::io::{Mapping, Storage};
+
+/// Log2 of the raw size of a large value's blocks (64 KiB).
+pub const BLOCK_LOG2: u8 = 16;
+
+/// How to open a store.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Create the file when it does not exist (or is empty).
+    pub create: bool,
+    /// Open for reading only; writes fail with `INVALID_ARGUMENT`.
+    pub readonly: bool,
+    /// Page size for a new file: a power of two from 4 KiB to 64 KiB.
+    pub page_size: u32,
+    /// Read through a memory map (native files only). Off for files you do
+    /// not trust to stay their size (FORMAT.md, "Memory maps").
+    pub mmap: bool,
+    /// A write transaction waits for another writer instead of failing
+    /// with `LOCKED`.
+    pub wait_for_writer: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            create: false,
+            readonly: false,
+            page_size: DEFAULT_PAGE_SIZE,
+            mmap: true,
+            wait_for_writer: false,
+        }
+    }
+}
+
+impl Options {
+    pub fn create() -> Options {
+        Options {
+            create: true,
+            ..Options::default()
+        }
+    }
+}
+
+pub(crate) struct Backend {
+    pub storage: Arc<dyn Storage>,
+    use_map: bool,
+    map: Mutex<Option<(u64, Mapping)>>,
+}
+
+impl Backend {
+    /// A map covering at least `pages` pages, remapping when the file grew.
+    fn map_for(&self, pages: u64, page_size: usize) -> Result<Option<Mapping>> {
+        if !self.use_map {
+            return Ok(None);
+        }
+        let need = pages * page_size as u64;
+        let mut m = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((len, map)) = m.as_ref()
+            && *len >= need
+        {
+            return Ok(Some(map.clone()));
+        }
+        let len = self.storage.len()?;
+        if len < need {
+            return Err(truncated(len, need));
+        }
+        let fresh = self.storage.map(len)?;
+        *m = fresh.clone().map(|f| (len, f));
+        Ok(fresh)
+    }
+}
+
+fn truncated(len: u64, need: u64) -> Error {
+    Error::corrupt(format!(
+        "the file is {len} bytes but its metadata needs {need}; it was truncated"
+    ))
+}
+
+/// Cached free state after this handle's last commit, so the next write
+/// transaction need not reread the free list.
+pub(crate) struct FreeCache {
+    pub txn: u64,
+    pub state: FreeState,
+    pub chain: Vec<u64>,
+}
+
+pub(crate) struct Shared {
+    pub backend: RwLock<Arc<Backend>>,
+    pub geo: Geometry,
+    pub block_log2: u8,
+    pub opts: Options,
+    pub poisoned: AtomicBool,
+    pub free_cache: Mutex<Option<FreeCache>>,
+    pub path: Option<PathBuf>,
+}
+
+/// A tree store: an ordered map of byte keys to byte values in one file.
+/// Cheap to clone; clones share one handle.
+#[derive(Clone)]
+pub struct Store {
+    pub(crate) shared: Arc<Shared>,
+}
+
+/// Reads both meta pages and returns the valid one with the higher id.
+pub(crate) fn latest_meta(
+    storage: &dyn Storage,
+    map: Option<&Mapping>,
+    geo: Geometry,
+) -> Result<Meta> {
+    let ps = geo.page_size;
+    let mut owned = Vec::new();
+    let both: &[u8] = match map.and_then(|m| (**m).as_ref().get(ps..3 * ps)) {
+        Some(b) => b,
+        None => {
+            owned.resize(2 * ps, 0);
+            storage.read_exact_at(&mut owned, ps as u64)?;
+            &owned
+        }
+    };
+    let a = Meta::decode(both.get(..ps).unwrap_or(&[]), 1);
+    let b = Meta::decode(both.get(ps..).unwrap_or(&[]), 2);
+    match (a, b) {
+        (Ok(a), Ok(b)) => Ok(if a.txn >= b.txn { a } else { b }),
+        (Ok(m), Err(_)) | (Err(_), Ok(m)) => Ok(m),
+        (Err(ea), Err(eb)) => {
+            let kind = if ea.kind() == ErrorKind::ChecksumMismatch
+                && eb.kind() == ErrorKind::ChecksumMismatch
+            {
+                ErrorKind::ChecksumMismatch
+            } else {
+                ErrorKind::Corrupt
+            };
+            Err(Error::new(
+                kind,
+                format!(
+                    "no valid meta page (page 1: {}; page 2: {}); the file is damaged",
+                    ea.message(),
+                    eb.message()
+                ),
+            ))
+        }
+    }
+}
+
+fn valid_page_size(ps: u32) -> bool {
+    ps.is_power_of_two() && (MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&ps)
+}
+
+impl Store {
+    /// Opens the store file at `path`.
+    #[cfg(unix)]
+    pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Store> {
+        let path = path.as_ref();
+        let fo = crate::io::FileStorage::open(
+            path,
+            crate::io::file_options(opts.create, opts.readonly),
+        )?;
+        Store::open_with(Arc::new(fo), opts, Some(path.to_path_buf()))
+    }
+
+    /// Opens a store over any storage backend (memory, crash simulator, ...).
+    pub fn open_storage(storage: Arc<dyn Storage>, opts: Options) -> Result<Store> {
+        Store::open_with(storage, opts, None)
+    }
+
+    fn open_with(storage: Arc<dyn Storage>, opts: Options, path: Option<PathBuf>) -> Result<Store> {
+        if storage.len()? == 0 {
+            if !opts.create || opts.readonly {
+                return Err(Error::new(
+                    ErrorKind::NotABaleFile,
+                    "the file is empty, not a bale store; pass create=true to make one",
+                ));
+            }
+            if !valid_page_size(opts.page_size) {
+                return Err(Error::invalid(format!(
+                    "page size {} is not a power of two from {MIN_PAGE_SIZE} to {MAX_PAGE_SIZE}",
+                    opts.page_size
+                )));
+            }
+            storage.lock_writer(true)?;
+            let r = if storage.len()? == 0 {
+                initialize(&*storage, opts.page_size)
+            } else {
+                Ok(())
+            };
+            storage.unlock_writer();
+            r?;
+        }
+        let mut head = [0u8; HEADER_LEN];
+        let flen = storage.len()?;
+        if flen < HEADER_LEN as u64 {
+            let mut b = vec![0u8; flen as usize];
+            storage.read_exact_at(&mut b, 0)?;
+            Header::decode(&b, FileKind::Tree, FORMAT_VERSION)?;
+            return Err(Error::corrupt(
+                "file header is truncated; the file is damaged",
+            ));
+        }
+        storage.read_exact_at(&mut head, 0)?;
+        let h = Header::decode(&head, FileKind::Tree, FORMAT_VERSION)?;
+        if !valid_page_size(h.page_size) || h.block_log2 != BLOCK_LOG2 {
+            return Err(Error::corrupt(format!(
+                "header names page size {} and block size 2^{}, which this format does not allow",
+                h.page_size, h.block_log2
+            )));
+        }
+        let geo = Geometry::new(h.page_size);
+        let meta = latest_meta(&*storage, None, geo)?;
+        let flen = storage.len()?;
+        if flen < meta.page_count * geo.page_size as u64 {
+            return Err(truncated(flen, meta.page_count * geo.page_size as u64));
+        }
+        let backend = Backend {
+            storage,
+            use_map: opts.mmap,
+            map: Mutex::new(None),
+        };
+        Ok(Store {
+            shared: Arc::new(Shared {
+                backend: RwLock::new(Arc::new(backend)),
+                geo,
+                block_log2: h.block_log2,
+                opts,
+                poisoned: AtomicBool::new(false),
+                free_cache: Mutex::new(None),
+                path,
+            }),
+        })
+    }
+
+    pub fn page_size(&self) -> u32 {
+        self.shared.geo.page_size as u32
+    }
+
+    /// The longest key this store accepts.
+    pub fn max_key_len(&self) -> usize {
+        self.shared.geo.max_key()
+    }
+
+    pub fn path(&self) -> Option<&Path> {
+        self.shared.path.as_deref()
+    }
+
+    pub(crate) fn backend(&self) -> Arc<Backend> {
+        self.shared
+            .backend
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Starts a read transaction on the latest commit.
+    pub fn read(&self) -> Result<ReadTxn> {
+        let be = self.backend();
+        let geo = self.shared.geo;
+        let mut tries = 0;
+        let meta = loop {
+            let probe_map = be.map_for(FIRST_DATA_PAGE, geo.page_size)?;
+            let meta = latest_meta(&*be.storage, probe_map.as_ref(), geo)?;
+            be.storage.pin(meta.txn)?;
+            // A commit between reading the meta and pinning it could have
+            // let the writer reuse pages of this snapshot: re-check.
+            let again = latest_meta(&*be.storage, probe_map.as_ref(), geo)?;
+            if again.txn == meta.txn {
+                break meta;
+            }
+            be.storage.unpin(meta.txn);
+            tries += 1;
+            if tries > 1000 {
+                return Err(Error::new(
+                    ErrorKind::Conflict,
+                    "commits are too frequent to take a snapshot; retry",
+                ));
+            }
+        };
+        let map = match be.map_for(meta.page_count, geo.page_size) {
+            Ok(m) => m,
+            Err(e) => {
+                be.storage.unpin(meta.txn);
+                return Err(e);
+            }
+        };
+        let snap = Snapshot::new(be.storage.clone(), map, meta, geo);
+        Ok(ReadTxn::new(self.shared.clone(), snap))
+    }
+
+    /// Starts the write transaction. Fails with `LOCKED` while another
+    /// handle or process writes, unless the store was opened to wait.
+    pub fn write(&self) -> Result<WriteTxn> {
+        if self.shared.poisoned.load(Ordering::SeqCst) {
+            return Err(Error::new(
+                ErrorKind::Closed,
+                "an earlier commit failed with an i/o error; reopen the store before writing",
+            ));
+        }
+        let be = self.backend();
+        be.storage.lock_writer(self.shared.opts.wait_for_writer)?;
+        match self.begin_write(&be) {
+            Ok(t) => Ok(t),
+            Err(e) => {
+                be.storage.unlock_writer();
+                Err(e)
+            }
+        }
+    }
+
+    fn begin_write(&self, be: &Arc<Backend>) -> Result<WriteTxn> {
+        if !be.storage.is_current()? {
+            return Err(Error::new(
+                ErrorKind::Conflict,
+                "the store file was replaced (compacted) through another handle; reopen it",
+            ));
+        }
+        let geo = self.shared.geo;
+        let meta = latest_meta(&*be.storage, None, geo)?;
+        let map = be.map_for(meta.page_count, geo.page_size)?;
+        let snap = Snapshot::new(be.storage.clone(), map, meta, geo);
+        let cached = {
+            let mut c = self
+                .shared
+                .free_cache
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            match c.take() {
+                Some(fc) if fc.txn == meta.txn => Some(fc),
+                _ => None,
+            }
+        };
+        let (mut state, chain) = match cached {
+            Some(fc) => (fc.state, fc.chain),
+            None => load_free(&snap)?,
+        };
+        state.release(be.storage.oldest_pin(meta.txn + 1)?);
+        Ok(WriteTxn::new(
+            self.shared.clone(),
+            be.clone(),
+            snap,
+            state,
+            chain,
+        ))
+    }
+
+    // Conveniences, each its own transaction.
+
+    /// The value of `key`, read whole.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let r = self.read()?;
+        r.get(key)?.map(|v| v.to_vec()).transpose()
+    }
+
+    /// Stores `value` under `key` and commits.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut w = self.write()?;
+        w.put(key, value)?;
+        w.commit()
+    }
+
+    /// Removes `key` and commits; returns whether it existed.
+    pub fn delete(&self, key: &[u8]) -> Result<bool> {
+        let mut w = self.write()?;
+        let found = w.delete(key)?;
+        w.commit()?;
+        Ok(found)
+    }
+
+    pub fn len(&self) -> Result<u64> {
+        Ok(self.read()?.len())
+    }
+
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    /// Replaces the storage after a compaction.
+    pub(crate) fn install(&self, storage: Arc<dyn Storage>) {
+        let be = Backend {
+            storage,
+            use_map: self.shared.opts.mmap,
+            map: Mutex::new(None),
+        };
+        *self
+            .shared
+            .backend
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = Arc::new(be);
+        *self
+            .shared
+            .free_cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = None;
+    }
+}
+
+/// Writes the header page and the first meta of an empty store.
+fn initialize(storage: &dyn Storage, page_size: u32) -> Result<()> {
+    let ps = page_size as usize;
+    let mut first = vec![0u8; 3 * ps];
+    let h = Header {
+        kind: FileKind::Tree,
+        version: FORMAT_VERSION,
+        page_size,
+        block_log2: BLOCK_LOG2,
+    };
+    first[..HEADER_LEN].copy_from_slice(&h.encode());
+    let meta = Meta {
+        txn: 0,
+        page_count: FIRST_DATA_PAGE,
+        ..Meta::default()
+    };
+    first[ps..2 * ps].copy_from_slice(&meta.encode(ps));
+    // Page 2 stays zero: an invalid meta that the first commit replaces.
+    storage.write_all_at(&first, 0)?;
+    storage.sync()
+}
+
+/// Reads the free-list chain of a snapshot.
+pub(crate) fn load_free(snap: &Snapshot) -> Result<(FreeState, Vec<u64>)> {
+    let m = snap.meta;
+    let mut words = Vec::new();
+    let mut chain = Vec::new();
+    let mut pn = m.free_head;
+    while pn != 0 {
+        if chain.len() as u64 >= m.free_pages {
+            return Err(Error::corrupt_page(
+                pn,
+                "free list longer than its meta says (a cycle?)",
+            ));
+        }
+        let p = snap.page(pn, KIND_FREE)?;
+        let (next, w) = decode_chain_page(&p, pn)?;
+        chain.push(pn);
+        words.extend(w);
+        pn = next;
+    }
+    if (chain.len() as u64) != m.free_pages {
+        return Err(Error::corrupt("free list shorter than its meta says"));
+    }
+    if chain.is_empty() {
+        return Ok((FreeState::default(), chain));
+    }
+    Ok((
+        FreeState::from_words(&words, m.page_count, m.free_head)?,
+        chain,
+    ))
+}

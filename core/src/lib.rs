@@ -1,0 +1,13 @@
+//! bale: embedded storage for large binary assets and the indexes over them.
+//!
+//! This crate is the core every binding wraps. [`Store`] is the tree store,
+//! a crash-safe single-file B+-tree; FORMAT.md describes its bytes.
+#![forbid(unsafe_op_in_unsafe_fn)]
+
+pub mod btree;
+pub mod error;
+pub mod format;
+pub mod io;
+
+pub use btree::{Options, ReadOps, ReadTxn, Store, WriteTxn};
+pub use error::{Error, ErrorKind, Result};
