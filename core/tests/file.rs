@@ -1,0 +1,105 @@
+//! The file backend: durability across reopen, snapshot isolation, the
+//! writer lock between handles, page reuse, and compaction.
+
+use bale::{ErrorKind, Options, ReadOps, Store};
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("bale-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d.join("store.bale")
+}
+
+#[test]
+fn reopen_isolation_lock_and_compact() {
+    let p = tmp("basic");
+    let s = Store::open(&p, Options::create()).unwrap();
+    let mut w = s.write().unwrap();
+    for i in 0..5000u32 {
+        w.put(format!("key{i:06}").as_bytes(), &vec![i as u8; 300])
+            .unwrap();
+    }
+    w.put(b"big", &vec![7u8; 1_000_000]).unwrap();
+    w.commit().unwrap();
+
+    // A snapshot taken now must not see later commits.
+    let snap = s.read().unwrap();
+    s.put(b"key000001", b"changed").unwrap();
+    assert_eq!(
+        snap.get(b"key000001").unwrap().unwrap().to_vec().unwrap(),
+        vec![1u8; 300]
+    );
+    assert_eq!(s.get(b"key000001").unwrap().unwrap(), b"changed");
+
+    // A second handle in the same process is refused the writer lock.
+    let other = Store::open(&p, Options::default()).unwrap();
+    let held = s.write().unwrap();
+    assert_eq!(other.write().err().unwrap().kind(), ErrorKind::Locked);
+    drop(held);
+    let mut w2 = other.write().unwrap();
+    w2.put(b"from-other", b"1").unwrap();
+    w2.commit().unwrap();
+    assert_eq!(s.get(b"from-other").unwrap().unwrap(), b"1");
+    drop(snap);
+
+    // Delete most keys; the file only shrinks through compaction.
+    let mut w = s.write().unwrap();
+    for i in 0..5000u32 {
+        if i % 10 != 0 {
+            w.delete(format!("key{i:06}").as_bytes()).unwrap();
+        }
+    }
+    w.delete(b"big").unwrap();
+    w.commit().unwrap();
+    let before = std::fs::metadata(&p).unwrap().len();
+    let rep = s.compact().unwrap();
+    let after = std::fs::metadata(&p).unwrap().len();
+    assert_eq!(rep.bytes_after, after);
+    assert!(
+        after * 4 < before,
+        "compaction left {after} of {before} bytes"
+    );
+    assert_eq!(s.len().unwrap(), 501);
+    assert!(bale::btree::check(&s).unwrap().is_ok());
+    // The other handle still holds the replaced file: its writes conflict.
+    assert_eq!(other.write().err().unwrap().kind(), ErrorKind::Conflict);
+    drop(other);
+    drop(s);
+    let s = Store::open(&p, Options::default()).unwrap();
+    assert_eq!(s.get(b"key000010").unwrap().unwrap(), vec![10u8; 300]);
+    assert_eq!(s.get(b"key000001").unwrap(), None);
+}
+
+#[test]
+fn freed_pages_are_reused_when_no_reader_holds_them() {
+    let p = tmp("reuse");
+    let s = Store::open(&p, Options::create()).unwrap();
+    for round in 0..50u32 {
+        let mut w = s.write().unwrap();
+        for i in 0..200u32 {
+            w.put(format!("k{i:04}").as_bytes(), &vec![round as u8; 200])
+                .unwrap();
+        }
+        w.commit().unwrap();
+    }
+    let pages = bale::btree::stat(&s).unwrap().file_pages;
+    assert!(
+        pages < 100,
+        "file grew to {pages} pages although every round rewrote the same keys"
+    );
+    assert!(bale::btree::check(&s).unwrap().is_ok());
+}
+
+#[test]
+fn errors_for_missing_and_foreign_files() {
+    let p = tmp("errors");
+    assert_eq!(
+        Store::open(&p, Options::default()).err().unwrap().kind(),
+        ErrorKind::NotFound
+    );
+    std::fs::write(&p, b"hello, this is not a store").unwrap();
+    assert_eq!(
+        Store::open(&p, Options::default()).err().unwrap().kind(),
+        ErrorKind::NotABaleFile
+    );
+}
