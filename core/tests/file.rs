@@ -77,7 +77,7 @@ fn freed_pages_are_reused_when_no_reader_holds_them() {
     for round in 0..50u32 {
         let mut w = s.write().unwrap();
         for i in 0..200u32 {
-            w.put(format!("k{i:04}").as_bytes(), &vec![round as u8; 200])
+            w.put(format!("k{i:04}").as_bytes(), &[round as u8; 200])
                 .unwrap();
         }
         w.commit().unwrap();
