@@ -86,12 +86,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Error {
-        Error {
-            kind,
-            message: message.into(),
-            page: None,
-            source: None,
-        }
+        Error { kind, message: message.into(), page: None, source: None }
     }
 
     pub fn kind(&self) -> ErrorKind {
@@ -124,11 +119,8 @@ impl Error {
     }
 
     pub(crate) fn corrupt_page(page: u64, what: impl fmt::Display) -> Error {
-        Error::new(
-            ErrorKind::Corrupt,
-            format!("page {page}: {what}; the file is damaged, run `bale check`"),
-        )
-        .at_page(page)
+        Error::new(ErrorKind::Corrupt, format!("page {page}: {what}; the file is damaged, run `bale check`"))
+            .at_page(page)
     }
 
     pub(crate) fn invalid(message: impl Into<String>) -> Error {
@@ -136,12 +128,7 @@ impl Error {
     }
 
     pub(crate) fn io(context: &str, err: std::io::Error) -> Error {
-        Error {
-            kind: ErrorKind::Io,
-            message: format!("{context}: {err}"),
-            page: None,
-            source: Some(err),
-        }
+        Error { kind: ErrorKind::Io, message: format!("{context}: {err}"), page: None, source: Some(err) }
     }
 
     /// The underlying OS error, if any.
@@ -158,9 +145,7 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_ref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
+        self.source.as_ref().map(|e| e as &(dyn std::error::Error + 'static))
     }
 }
 
@@ -180,10 +165,7 @@ mod tests {
         for k in ErrorKind::ALL {
             let c = k.code();
             assert!(seen.insert(c), "duplicate code {c}");
-            assert!(
-                c.chars().all(|ch| ch.is_ascii_uppercase() || ch == '_'),
-                "{c}"
-            );
+            assert!(c.chars().all(|ch| ch.is_ascii_uppercase() || ch == '_'), "{c}");
         }
     }
 

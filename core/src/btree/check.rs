@@ -63,19 +63,10 @@ pub fn check_txn(txn: &ReadTxn) -> Result<CheckReport> {
     for p in 0..super::meta::FIRST_DATA_PAGE {
         seen.mark(p);
     }
-    let mut c = Checker {
-        problems: Vec::new(),
-        large: Vec::new(),
-    };
+    let mut c = Checker { problems: Vec::new(), large: Vec::new() };
     let entries = walk(snap, &mut seen, &mut c)?;
     if entries != m.entries && c.problems.is_empty() {
-        c.problem(
-            None,
-            format!(
-                "meta counts {} entries but the tree holds {entries}",
-                m.entries
-            ),
-        );
+        c.problem(None, format!("meta counts {} entries but the tree holds {entries}", m.entries));
     }
     let log2 = txn.block_log2();
     let mut buf = Vec::new();
@@ -86,10 +77,7 @@ pub fn check_txn(txn: &ReadTxn) -> Result<CheckReport> {
             Ok(())
         });
         if let Err(e) = walked {
-            c.problem(
-                Some(leaf),
-                format!("large value in page {leaf}: {}", e.message()),
-            );
+            c.problem(Some(leaf), format!("large value in page {leaf}: {}", e.message()));
             continue;
         }
         for (s, n) in runs {
@@ -97,9 +85,7 @@ pub fn check_txn(txn: &ReadTxn) -> Result<CheckReport> {
                 if !seen.mark(p) {
                     c.problem(
                         Some(p),
-                        format!(
-                            "page {p} of a large value in page {leaf} is used twice or out of range"
-                        ),
+                        format!("page {p} of a large value in page {leaf} is used twice or out of range"),
                     );
                     break;
                 }
@@ -108,10 +94,7 @@ pub fn check_txn(txn: &ReadTxn) -> Result<CheckReport> {
         let blocks = r.len.div_ceil(1u64 << log2);
         for b in 0..blocks {
             if let Err(e) = read_block(snap, &r, log2, b, &mut buf) {
-                c.problem(
-                    e.page().or(Some(leaf)),
-                    format!("large value in page {leaf}, block {b}: {}", e.message()),
-                );
+                c.problem(e.page().or(Some(leaf)), format!("large value in page {leaf}, block {b}: {}", e.message()));
                 break;
             }
         }
@@ -121,14 +104,10 @@ pub fn check_txn(txn: &ReadTxn) -> Result<CheckReport> {
         Ok((state, chain)) => {
             for p in chain {
                 if !seen.mark(p) {
-                    c.problem(
-                        Some(p),
-                        format!("free-list page {p} is also used elsewhere"),
-                    );
+                    c.problem(Some(p), format!("free-list page {p} is also used elsewhere"));
                 }
             }
-            let groups =
-                std::iter::once(&state.reusable).chain(state.pending.iter().map(|(_, e)| e));
+            let groups = std::iter::once(&state.reusable).chain(state.pending.iter().map(|(_, e)| e));
             for e in groups {
                 for (s, n) in e.runs() {
                     free_pages += n;
@@ -148,19 +127,9 @@ pub fn check_txn(txn: &ReadTxn) -> Result<CheckReport> {
         if let Some(first) = leaked.first() {
             c.problem(
                 Some(*first),
-                format!(
-                    "{} pages are neither in use nor free (first: page {first})",
-                    leaked.len()
-                ),
+                format!("{} pages are neither in use nor free (first: page {first})", leaked.len()),
             );
         }
     }
-    Ok(CheckReport {
-        txn: m.txn,
-        pages: m.page_count,
-        entries,
-        large_values: 0,
-        free_pages,
-        problems: c.problems,
-    })
+    Ok(CheckReport { txn: m.txn, pages: m.page_count, entries, large_values: 0, free_pages, problems: c.problems })
 }

@@ -22,14 +22,7 @@ pub struct CompactReport {
 
 /// Copies every entry of `src` into the empty storage `dst`.
 pub fn compact_into(src: &ReadTxn, dst: Arc<dyn Storage>, page_size: u32) -> Result<Store> {
-    let out = Store::open_storage(
-        dst,
-        Options {
-            page_size,
-            mmap: false,
-            ..Options::create()
-        },
-    )?;
+    let out = Store::open_storage(dst, Options { page_size, mmap: false, ..Options::create() })?;
     let mut range = src.range(Bound::Unbounded, Bound::Unbounded, false);
     let mut w = out.write()?;
     let (mut n, mut bytes) = (0usize, 0usize);
@@ -60,10 +53,8 @@ impl Store {
     #[cfg(unix)]
     pub fn compact(&self) -> Result<CompactReport> {
         use crate::io::{FileOptions, FileStorage, sync_parent};
-        let path = self
-            .path()
-            .ok_or_else(|| Error::invalid("compact needs a store opened from a file path"))?
-            .to_path_buf();
+        let path =
+            self.path().ok_or_else(|| Error::invalid("compact needs a store opened from a file path"))?.to_path_buf();
         // Holding the write transaction keeps every other writer out.
         let lock = self.write()?;
         let src = self.read()?;
@@ -72,16 +63,9 @@ impl Store {
         tmp.push(".compact-tmp");
         let tmp = std::path::PathBuf::from(tmp);
         if tmp.exists() {
-            std::fs::remove_file(&tmp)
-                .map_err(|e| Error::io("cannot remove an old compaction file", e))?;
+            std::fs::remove_file(&tmp).map_err(|e| Error::io("cannot remove an old compaction file", e))?;
         }
-        let dst = Arc::new(FileStorage::open(
-            &tmp,
-            FileOptions {
-                create: true,
-                readonly: false,
-            },
-        )?);
+        let dst = Arc::new(FileStorage::open(&tmp, FileOptions { create: true, readonly: false })?);
         let copied = compact_into(&src, dst.clone(), self.page_size());
         let out = match copied {
             Ok(o) => o,
@@ -93,23 +77,12 @@ impl Store {
         let entries = out.len()?;
         drop(out);
         drop(src);
-        std::fs::rename(&tmp, &path)
-            .map_err(|e| Error::io("cannot move the compacted file into place", e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| Error::io("cannot move the compacted file into place", e))?;
         sync_parent(&path)?;
-        let fresh = Arc::new(FileStorage::open(
-            &path,
-            FileOptions {
-                create: false,
-                readonly: false,
-            },
-        )?);
+        let fresh = Arc::new(FileStorage::open(&path, FileOptions { create: false, readonly: false })?);
         let after = fresh.len()?;
         self.install(fresh);
         drop(lock);
-        Ok(CompactReport {
-            bytes_before: before,
-            bytes_after: after,
-            entries,
-        })
+        Ok(CompactReport { bytes_before: before, bytes_after: after, entries })
     }
 }

@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::ops::Bound;
 
-use super::node::{Child, Node, Val};
+use super::node::{ByteArena, Child, Node, Val, search};
 use super::page::{ANY_NODE, CellValue, MAX_DEPTH, NodeView};
 use super::snapshot::{PageBuf, Snapshot};
 use super::value::ValueReader;
@@ -17,14 +17,18 @@ use crate::error::{Error, Result};
 pub struct Tree<'t> {
     pub snap: &'t Snapshot,
     pub arena: &'t [Node],
+    pub bytes: &'t ByteArena,
     pub root: Option<Child>,
     pub block_log2: u8,
 }
 
 pub enum NodeRef<'t> {
     Page(PageBuf<'t>, u64),
-    Mem(&'t Node),
+    Mem(&'t Node, &'t ByteArena),
 }
+
+/// The arena of a transaction that changed nothing.
+pub static NO_BYTES: ByteArena = ByteArena::new();
 
 impl<'t> Tree<'t> {
     pub fn load(&self, c: Child) -> Result<NodeRef<'t>> {
@@ -33,7 +37,7 @@ impl<'t> Tree<'t> {
             Child::Node(i) => self
                 .arena
                 .get(i as usize)
-                .map(NodeRef::Mem)
+                .map(|n| NodeRef::Mem(n, self.bytes))
                 .ok_or_else(|| Error::corrupt("dangling node reference")),
         }
     }
@@ -45,16 +49,16 @@ impl<'t> Tree<'t> {
         };
         for _ in 0..MAX_DEPTH {
             match self.load(c)? {
-                NodeRef::Mem(n) => {
+                NodeRef::Mem(n, a) => {
                     if n.leaf {
-                        return Ok(match n.keys.binary_search_by(|k| (**k).cmp(key)) {
-                            Ok(i) => n.vals.get(i).map(|v| self.value(mem_value(v))),
+                        return Ok(match search(&n.keys, key, a) {
+                            Ok(i) => n.vals.get(i).map(|v| self.value(mem_value(v, a))),
                             Err(_) => None,
                         });
                     }
                     c = *n
                         .children
-                        .get(n.child_for(key))
+                        .get(n.child_for(key, a))
                         .ok_or_else(|| Error::corrupt("branch without children"))?;
                 }
                 NodeRef::Page(PageBuf::Mapped(b), pn) => {
@@ -79,9 +83,7 @@ impl<'t> Tree<'t> {
                 }
             }
         }
-        Err(Error::corrupt(
-            "tree deeper than any valid tree; the file has a cycle or is damaged",
-        ))
+        Err(Error::corrupt("tree deeper than any valid tree; the file has a cycle or is damaged"))
     }
 
     fn value(&self, v: CellValue<'t>) -> ValueRef<'t> {
@@ -96,9 +98,9 @@ impl<'t> Tree<'t> {
     }
 }
 
-fn mem_value(v: &Val) -> CellValue<'_> {
+fn mem_value<'a>(v: &Val, a: &'a ByteArena) -> CellValue<'a> {
     match v {
-        Val::Inline(b) => CellValue::Inline(b),
+        Val::Inline(b) => CellValue::Inline(a.get(*b)),
         Val::Large(r) => CellValue::Large(*r),
     }
 }
@@ -122,11 +124,7 @@ impl<'a> ValueRef<'a> {
             CellValue::Inline(b) => Held::Owned(b.to_vec()),
             CellValue::Large(r) => Held::Large(r),
         };
-        ValueRef {
-            v,
-            snap: tree.snap,
-            block_log2: tree.block_log2,
-        }
+        ValueRef { v, snap: tree.snap, block_log2: tree.block_log2 }
     }
 
     pub fn len(&self) -> u64 {
@@ -160,9 +158,7 @@ impl<'a> ValueRef<'a> {
         match &self.v {
             Held::Borrowed(b) => Ok(Cow::Borrowed(b)),
             Held::Owned(b) => Ok(Cow::Borrowed(b)),
-            Held::Large(r) => Ok(Cow::Owned(
-                ValueReader::new(self.snap, *r, self.block_log2).read_range(0, r.len)?,
-            )),
+            Held::Large(r) => Ok(Cow::Owned(ValueReader::new(self.snap, *r, self.block_log2).read_range(0, r.len)?)),
         }
     }
 
@@ -183,9 +179,7 @@ impl<'a> ValueRef<'a> {
     /// blocks that hold them.
     pub fn read_range(&self, offset: u64, len: u64) -> Result<Vec<u8>> {
         match &self.v {
-            Held::Large(r) => {
-                ValueReader::new(self.snap, *r, self.block_log2).read_range(offset, len)
-            }
+            Held::Large(r) => ValueReader::new(self.snap, *r, self.block_log2).read_range(offset, len),
             _ => {
                 let b = self.as_inline().unwrap_or(&[]);
                 let s = (offset.min(b.len() as u64)) as usize;
@@ -224,13 +218,13 @@ impl<'t> NodeRef<'t> {
     fn view(&self) -> Result<Option<NodeView<'_>>> {
         match self {
             NodeRef::Page(b, pn) => Ok(Some(NodeView::new(b, *pn)?)),
-            NodeRef::Mem(_) => Ok(None),
+            NodeRef::Mem(..) => Ok(None),
         }
     }
 
     fn is_leaf(&self) -> Result<bool> {
         Ok(match self {
-            NodeRef::Mem(n) => n.leaf,
+            NodeRef::Mem(n, _) => n.leaf,
             _ => self.view()?.is_some_and(|v| v.is_leaf()),
         })
     }
@@ -238,31 +232,19 @@ impl<'t> NodeRef<'t> {
     /// Entries of a leaf, children of a branch.
     fn len(&self) -> Result<usize> {
         Ok(match self {
-            NodeRef::Mem(n) if n.leaf => n.keys.len(),
-            NodeRef::Mem(n) => n.children.len(),
+            NodeRef::Mem(n, _) if n.leaf => n.keys.len(),
+            NodeRef::Mem(n, _) => n.children.len(),
             _ => {
                 let v = self.view()?.ok_or_else(|| Error::corrupt("bad node"))?;
-                if v.is_leaf() {
-                    v.count()
-                } else {
-                    v.count() + 1
-                }
+                if v.is_leaf() { v.count() } else { v.count() + 1 }
             }
         })
     }
 
     fn child(&self, i: usize) -> Result<Child> {
         match self {
-            NodeRef::Mem(n) => n
-                .children
-                .get(i)
-                .copied()
-                .ok_or_else(|| Error::corrupt("child index out of range")),
-            _ => Ok(Child::Page(
-                self.view()?
-                    .ok_or_else(|| Error::corrupt("bad node"))?
-                    .child(i)?,
-            )),
+            NodeRef::Mem(n, _) => n.children.get(i).copied().ok_or_else(|| Error::corrupt("child index out of range")),
+            _ => Ok(Child::Page(self.view()?.ok_or_else(|| Error::corrupt("bad node"))?.child(i)?)),
         }
     }
 
@@ -270,31 +252,21 @@ impl<'t> NodeRef<'t> {
     /// entry >= key (Ok when equal).
     fn find(&self, key: &[u8]) -> Result<std::result::Result<usize, usize>> {
         match self {
-            NodeRef::Mem(n) if n.leaf => Ok(n.keys.binary_search_by(|k| (**k).cmp(key))),
-            NodeRef::Mem(n) => Ok(Ok(n.child_for(key))),
+            NodeRef::Mem(n, a) if n.leaf => Ok(search(&n.keys, key, a)),
+            NodeRef::Mem(n, a) => Ok(Ok(n.child_for(key, a))),
             _ => {
                 let v = self.view()?.ok_or_else(|| Error::corrupt("bad node"))?;
-                if v.is_leaf() {
-                    v.search(key)
-                } else {
-                    Ok(Ok(v.child_for(key)?))
-                }
+                if v.is_leaf() { v.search(key) } else { Ok(Ok(v.child_for(key)?)) }
             }
         }
     }
 
     fn entry(&self, i: usize) -> Result<(&[u8], CellValue<'_>)> {
         match self {
-            NodeRef::Mem(n) => {
-                let k = n
-                    .keys
-                    .get(i)
-                    .ok_or_else(|| Error::corrupt("entry index out of range"))?;
-                let v = n
-                    .vals
-                    .get(i)
-                    .ok_or_else(|| Error::corrupt("entry index out of range"))?;
-                Ok((k, mem_value(v)))
+            NodeRef::Mem(n, a) => {
+                let k = n.keys.get(i).ok_or_else(|| Error::corrupt("entry index out of range"))?;
+                let v = n.vals.get(i).ok_or_else(|| Error::corrupt("entry index out of range"))?;
+                Ok((a.get(k.at), mem_value(v, a)))
             }
             NodeRef::Page(b, pn) => NodeView::new(b, *pn)?.entry(i),
         }
@@ -311,11 +283,7 @@ pub struct Cursor<'t> {
 
 impl<'t> Cursor<'t> {
     pub fn new(tree: Tree<'t>) -> Cursor<'t> {
-        Cursor {
-            tree,
-            stack: Vec::new(),
-            valid: false,
-        }
+        Cursor { tree, stack: Vec::new(), valid: false }
     }
 
     pub fn is_valid(&self) -> bool {
@@ -324,16 +292,10 @@ impl<'t> Cursor<'t> {
 
     fn push(&mut self, c: Child, at_end: bool) -> Result<()> {
         if self.stack.len() >= MAX_DEPTH {
-            return Err(Error::corrupt(
-                "tree deeper than any valid tree; the file has a cycle or is damaged",
-            ));
+            return Err(Error::corrupt("tree deeper than any valid tree; the file has a cycle or is damaged"));
         }
         let n = self.tree.load(c)?;
-        let i = if at_end {
-            n.len()?.saturating_sub(1)
-        } else {
-            0
-        };
+        let i = if at_end { n.len()?.saturating_sub(1) } else { 0 };
         self.stack.push((n, i));
         Ok(())
     }
@@ -389,9 +351,7 @@ impl<'t> Cursor<'t> {
         };
         loop {
             if self.stack.len() >= MAX_DEPTH {
-                return Err(Error::corrupt(
-                    "tree deeper than any valid tree; the file has a cycle or is damaged",
-                ));
+                return Err(Error::corrupt("tree deeper than any valid tree; the file has a cycle or is damaged"));
             }
             let n = self.tree.load(c)?;
             let leaf = n.is_leaf()?;
@@ -445,11 +405,7 @@ impl<'t> Cursor<'t> {
                 return Ok(());
             };
             let len = n.len()?;
-            let next = if fwd {
-                i.checked_add(1).filter(|x| *x < len)
-            } else {
-                i.checked_sub(1).filter(|x| *x < len)
-            };
+            let next = if fwd { i.checked_add(1).filter(|x| *x < len) } else { i.checked_sub(1).filter(|x| *x < len) };
             match next {
                 Some(x) => {
                     *i = x;
@@ -518,12 +474,7 @@ impl<'t> Range<'t> {
     }
 
     /// (inside the bounds, past the far end in the direction of travel)
-    fn in_bounds(
-        start: &Bound<Vec<u8>>,
-        end: &Bound<Vec<u8>>,
-        reverse: bool,
-        k: &[u8],
-    ) -> (bool, bool) {
+    fn in_bounds(start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>, reverse: bool, k: &[u8]) -> (bool, bool) {
         let above_start = match start {
             Bound::Included(s) => k >= s.as_slice(),
             Bound::Excluded(s) => k > s.as_slice(),
@@ -593,16 +544,10 @@ impl<'t> Range<'t> {
             // Keys must strictly progress: a damaged tree must not loop.
             match &mut self.last {
                 Some(l) => {
-                    let ordered = if self.reverse {
-                        key < l.as_slice()
-                    } else {
-                        key > l.as_slice()
-                    };
+                    let ordered = if self.reverse { key < l.as_slice() } else { key > l.as_slice() };
                     if !ordered {
                         self.done = true;
-                        return Some(Err(Error::corrupt(
-                            "keys out of order; the file is damaged, run `bale check`",
-                        )));
+                        return Some(Err(Error::corrupt("keys out of order; the file is damaged, run `bale check`")));
                     }
                     l.clear();
                     l.extend_from_slice(key);

@@ -63,10 +63,7 @@ impl Extents {
     }
 
     pub fn contains(&self, page: u64) -> bool {
-        self.runs
-            .range(..=page)
-            .next_back()
-            .is_some_and(|(s, l)| page < s + l)
+        self.runs.range(..=page).next_back().is_some_and(|(s, l)| page < s + l)
     }
 
     pub fn extend(&mut self, other: &Extents) {
@@ -89,10 +86,7 @@ impl FreeState {
     /// pages freed by commit `j` are visible only to snapshots older than
     /// `j`, so they are reusable when the oldest pinned snapshot is >= j.
     pub fn release(&mut self, oldest_pinned: Option<u64>) {
-        let keep_from = self
-            .pending
-            .iter()
-            .position(|(j, _)| oldest_pinned.is_some_and(|o| *j > o));
+        let keep_from = self.pending.iter().position(|(j, _)| oldest_pinned.is_some_and(|o| *j > o));
         let cut = keep_from.unwrap_or(self.pending.len());
         for (_, runs) in self.pending.drain(..cut) {
             self.reusable.extend(&runs);
@@ -149,12 +143,7 @@ impl FreeState {
                 if l == 0 || s < super::meta::FIRST_DATA_PAGE || end > page_count {
                     return Err(bad("run outside the file"));
                 }
-                if seen
-                    .runs
-                    .range(..end)
-                    .next_back()
-                    .is_some_and(|(ps, pl)| ps + pl > s)
-                {
+                if seen.runs.range(..end).next_back().is_some_and(|(ps, pl)| ps + pl > s) {
                     return Err(bad("runs overlap"));
                 }
                 seen.insert(s, l);
@@ -177,19 +166,11 @@ pub fn words_per_page(page_size: usize) -> usize {
 
 /// Encodes the words into chain pages at the given page numbers.
 #[allow(clippy::indexing_slicing)]
-pub fn encode_chain(
-    words: &[u64],
-    pages: &[u64],
-    page_size: usize,
-    txn: u64,
-) -> Vec<(u64, Vec<u8>)> {
+pub fn encode_chain(words: &[u64], pages: &[u64], page_size: usize, txn: u64) -> Vec<(u64, Vec<u8>)> {
     let per = words_per_page(page_size);
     let mut out = Vec::with_capacity(pages.len());
     for (i, &pn) in pages.iter().enumerate() {
-        let chunk = words
-            .get(i * per..)
-            .map(|w| &w[..w.len().min(per)])
-            .unwrap_or(&[]);
+        let chunk = words.get(i * per..).map(|w| &w[..w.len().min(per)]).unwrap_or(&[]);
         let mut p = vec![0u8; page_size];
         write_header(&mut p, KIND_FREE, 0, chunk.len() as u16, txn);
         put_u64(&mut p, PAGE_HDR, pages.get(i + 1).copied().unwrap_or(0));
@@ -207,19 +188,12 @@ pub fn decode_chain_page(p: &[u8], pn: u64) -> Result<(u64, Vec<u64>)> {
     verify(p, pn, KIND_FREE)?;
     let n = page_count_field(p);
     if n > words_per_page(p.len()) {
-        return Err(Error::corrupt_page(
-            pn,
-            "free list page word count too large",
-        ));
+        return Err(Error::corrupt_page(pn, "free list page word count too large"));
     }
-    let next =
-        u64_at(p, PAGE_HDR).ok_or_else(|| Error::corrupt_page(pn, "short free list page"))?;
+    let next = u64_at(p, PAGE_HDR).ok_or_else(|| Error::corrupt_page(pn, "short free list page"))?;
     let mut words = Vec::with_capacity(n);
     for j in 0..n {
-        words.push(
-            u64_at(p, PAGE_HDR + 8 + j * 8)
-                .ok_or_else(|| Error::corrupt_page(pn, "short free list page"))?,
-        );
+        words.push(u64_at(p, PAGE_HDR + 8 + j * 8).ok_or_else(|| Error::corrupt_page(pn, "short free list page"))?);
     }
     Ok((next, words))
 }

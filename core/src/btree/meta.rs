@@ -50,9 +50,7 @@ impl Meta {
     /// that its fields are consistent with each other.
     pub fn decode(p: &[u8], page_no: u64) -> Result<Meta> {
         verify(p, page_no, KIND_META)?;
-        let f = |off: usize| {
-            u64_at(p, off).ok_or_else(|| Error::corrupt_page(page_no, "meta page too short"))
-        };
+        let f = |off: usize| u64_at(p, off).ok_or_else(|| Error::corrupt_page(page_no, "meta page too short"));
         let m = Meta {
             txn: f(8)?,
             root: f(PAGE_HDR)?,
@@ -76,8 +74,7 @@ impl Meta {
         if m.depth as usize > super::page::MAX_DEPTH || (m.root == 0 && m.entries != 0) {
             return bad("impossible depth or entry count");
         }
-        if (m.free_head == 0) != (m.free_pages == 0) || (m.free_head != 0 && !in_file(m.free_head))
-        {
+        if (m.free_head == 0) != (m.free_pages == 0) || (m.free_head != 0 && !in_file(m.free_head)) {
             return bad("free list out of range");
         }
         Ok(m)

@@ -47,9 +47,7 @@ pub struct Geometry {
 
 impl Geometry {
     pub fn new(page_size: u32) -> Geometry {
-        Geometry {
-            page_size: page_size as usize,
-        }
+        Geometry { page_size: page_size as usize }
     }
     /// Bytes between the page header and the trailer.
     pub fn usable(&self) -> usize {
@@ -122,13 +120,8 @@ pub fn seal(page: &mut [u8], page_no: u64) {
 
 /// Verifies the trailer checksum and the expected kind.
 pub fn verify(page: &[u8], page_no: u64, kind: u8) -> Result<()> {
-    let n = page
-        .len()
-        .checked_sub(TRAILER)
-        .ok_or_else(|| Error::corrupt_page(page_no, "short page"))?;
-    let body = page
-        .get(..n)
-        .ok_or_else(|| Error::corrupt_page(page_no, "short page"))?;
+    let n = page.len().checked_sub(TRAILER).ok_or_else(|| Error::corrupt_page(page_no, "short page"))?;
+    let body = page.get(..n).ok_or_else(|| Error::corrupt_page(page_no, "short page"))?;
     let stored = u64_at(page, n).ok_or_else(|| Error::corrupt_page(page_no, "short page"))?;
     if checksum(body, page_no) != stored {
         return Err(Error::new(
@@ -138,16 +131,9 @@ pub fn verify(page: &[u8], page_no: u64, kind: u8) -> Result<()> {
         .at_page(page_no));
     }
     let got = page.first().copied().unwrap_or(0);
-    let ok = if kind == ANY_NODE {
-        got == KIND_LEAF || got == KIND_BRANCH
-    } else {
-        got == kind
-    };
+    let ok = if kind == ANY_NODE { got == KIND_LEAF || got == KIND_BRANCH } else { got == kind };
     if !ok {
-        return Err(Error::corrupt_page(
-            page_no,
-            format!("expected page kind {kind}, found {got}"),
-        ));
+        return Err(Error::corrupt_page(page_no, format!("expected page kind {kind}, found {got}")));
     }
     Ok(())
 }
@@ -187,34 +173,21 @@ pub struct NodeView<'a> {
 impl<'a> NodeView<'a> {
     /// `page` must have passed [`verify`] or come from a trusted writer.
     pub fn new(page: &'a [u8], page_no: u64) -> Result<NodeView<'a>> {
-        let body = page
-            .get(..page.len().saturating_sub(TRAILER))
-            .unwrap_or(&[]);
+        let body = page.get(..page.len().saturating_sub(TRAILER)).unwrap_or(&[]);
         let kind = page_kind(page);
         let leaf = match kind {
             KIND_LEAF => true,
             KIND_BRANCH => false,
             k => {
-                return Err(Error::corrupt_page(
-                    page_no,
-                    format!("expected a leaf or branch page, found kind {k}"),
-                ));
+                return Err(Error::corrupt_page(page_no, format!("expected a leaf or branch page, found kind {k}")));
             }
         };
         let count = page_count_field(page);
         let slots_end = if leaf { PAGE_HDR } else { BRANCH_FIRST } + count * SLOT;
         if slots_end > body.len() || (leaf && count == 0) {
-            return Err(Error::corrupt_page(
-                page_no,
-                format!("impossible cell count {count}"),
-            ));
+            return Err(Error::corrupt_page(page_no, format!("impossible cell count {count}")));
         }
-        Ok(NodeView {
-            body,
-            page_no,
-            count,
-            leaf,
-        })
+        Ok(NodeView { body, page_no, count, leaf })
     }
 
     pub fn is_leaf(&self) -> bool {
@@ -232,20 +205,14 @@ impl<'a> NodeView<'a> {
 
     fn slot(&self, i: usize) -> Result<usize> {
         let base = if self.leaf { PAGE_HDR } else { BRANCH_FIRST };
-        u16_at(self.body, base + i * SLOT)
-            .map(|v| v as usize)
-            .ok_or_else(|| self.bad("slot out of range"))
+        u16_at(self.body, base + i * SLOT).map(|v| v as usize).ok_or_else(|| self.bad("slot out of range"))
     }
 
     /// Key `i` (a leaf key, or branch separator `i`).
     pub fn key(&self, i: usize) -> Result<&'a [u8]> {
         let off = self.slot(i)?;
         let klen = u16_at(self.body, off).ok_or_else(|| self.bad("cell out of range"))? as usize;
-        let hdr = if self.leaf {
-            LEAF_CELL_HDR
-        } else {
-            BRANCH_CELL_HDR
-        };
+        let hdr = if self.leaf { LEAF_CELL_HDR } else { BRANCH_CELL_HDR };
         slice_at(self.body, off + hdr, klen).ok_or_else(|| self.bad("key out of range"))
     }
 
@@ -253,16 +220,11 @@ impl<'a> NodeView<'a> {
     pub fn entry(&self, i: usize) -> Result<(&'a [u8], CellValue<'a>)> {
         let off = self.slot(i)?;
         let klen = u16_at(self.body, off).ok_or_else(|| self.bad("cell out of range"))? as usize;
-        let vkind = *self
-            .body
-            .get(off + 2)
-            .ok_or_else(|| self.bad("cell out of range"))?;
-        let vlen =
-            u16_at(self.body, off + 3).ok_or_else(|| self.bad("cell out of range"))? as usize;
-        let key = slice_at(self.body, off + LEAF_CELL_HDR, klen)
-            .ok_or_else(|| self.bad("key out of range"))?;
-        let payload = slice_at(self.body, off + LEAF_CELL_HDR + klen, vlen)
-            .ok_or_else(|| self.bad("value out of range"))?;
+        let vkind = *self.body.get(off + 2).ok_or_else(|| self.bad("cell out of range"))?;
+        let vlen = u16_at(self.body, off + 3).ok_or_else(|| self.bad("cell out of range"))? as usize;
+        let key = slice_at(self.body, off + LEAF_CELL_HDR, klen).ok_or_else(|| self.bad("key out of range"))?;
+        let payload =
+            slice_at(self.body, off + LEAF_CELL_HDR + klen, vlen).ok_or_else(|| self.bad("value out of range"))?;
         let v = match vkind {
             VALUE_INLINE => CellValue::Inline(payload),
             VALUE_LARGE => CellValue::Large(LargeRef::decode(payload, self.page_no)?),

@@ -75,9 +75,7 @@ pub trait ReadOps {
 
     /// The largest key and its value.
     fn last(&self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        self.range(Bound::Unbounded, Bound::Unbounded, true)
-            .next()
-            .transpose()
+        self.range(Bound::Unbounded, Bound::Unbounded, true).next().transpose()
     }
 }
 
@@ -113,6 +111,7 @@ impl ReadOps for ReadTxn {
         Tree {
             snap: &self.snap,
             arena: &[],
+            bytes: &super::cursor::NO_BYTES,
             root: (m.root != 0).then_some(Child::Page(m.root)),
             block_log2: self.shared.block_log2,
         }

@@ -38,21 +38,10 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    pub fn new(
-        storage: Arc<dyn Storage>,
-        map: Option<Mapping>,
-        meta: Meta,
-        geo: Geometry,
-    ) -> Snapshot {
+    pub fn new(storage: Arc<dyn Storage>, map: Option<Mapping>, meta: Meta, geo: Geometry) -> Snapshot {
         let words = meta.page_count.div_ceil(64) as usize;
         let verified = (0..words).map(|_| AtomicU64::new(0)).collect();
-        Snapshot {
-            storage,
-            map,
-            meta,
-            geo,
-            verified,
-        }
+        Snapshot { storage, map, meta, geo, verified }
     }
 
     fn offset(&self, page: u64) -> Result<u64> {
@@ -74,9 +63,8 @@ impl Snapshot {
         if n == 0 || last.is_none() {
             return Err(Error::corrupt_page(page, "page run outside the file"));
         }
-        let len = (n as usize)
-            .checked_mul(self.geo.page_size)
-            .ok_or_else(|| Error::corrupt_page(page, "run too long"))?;
+        let len =
+            (n as usize).checked_mul(self.geo.page_size).ok_or_else(|| Error::corrupt_page(page, "run too long"))?;
         if let Some(m) = &self.map {
             let bytes: &[u8] = (**m).as_ref();
             if let Some(b) = bytes.get(off as usize..off as usize + len) {
@@ -114,10 +102,7 @@ impl Snapshot {
                 got == kind
             };
             if !ok {
-                return Err(Error::corrupt_page(
-                    page,
-                    format!("expected page kind {kind}, found {got}"),
-                ));
+                return Err(Error::corrupt_page(page, format!("expected page kind {kind}, found {got}")));
             }
             return Ok(buf);
         }

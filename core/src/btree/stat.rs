@@ -74,11 +74,7 @@ pub fn stat(store: &Store) -> Result<Stat> {
     let snap = txn.snapshot();
     let m = snap.meta;
     let ps = snap.geo.page_size as u64;
-    let mut c = Counter {
-        s: Stat::default(),
-        used: 0,
-        large: Vec::new(),
-    };
+    let mut c = Counter { s: Stat::default(), used: 0, large: Vec::new() };
     let mut seen = PageSet::new(m.page_count);
     walk(snap, &mut seen, &mut c)?;
     for r in std::mem::take(&mut c.large) {
@@ -99,11 +95,7 @@ pub fn stat(store: &Store) -> Result<Stat> {
         file_pages: m.page_count,
         depth: m.depth as u64,
         entries: m.entries,
-        fill: if nodes == 0 {
-            0.0
-        } else {
-            c.used as f64 / (nodes * (ps - 8)) as f64
-        },
+        fill: if nodes == 0 { 0.0 } else { c.used as f64 / (nodes * (ps - 8)) as f64 },
         free_pages: free.total_pages(),
         free_list_pages: chain.len() as u64,
         ..c.s

@@ -37,22 +37,13 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Options {
-        Options {
-            create: false,
-            readonly: false,
-            page_size: DEFAULT_PAGE_SIZE,
-            mmap: true,
-            wait_for_writer: false,
-        }
+        Options { create: false, readonly: false, page_size: DEFAULT_PAGE_SIZE, mmap: true, wait_for_writer: false }
     }
 }
 
 impl Options {
     pub fn create() -> Options {
-        Options {
-            create: true,
-            ..Options::default()
-        }
+        Options { create: true, ..Options::default() }
     }
 }
 
@@ -86,9 +77,7 @@ impl Backend {
 }
 
 fn truncated(len: u64, need: u64) -> Error {
-    Error::corrupt(format!(
-        "the file is {len} bytes but its metadata needs {need}; it was truncated"
-    ))
+    Error::corrupt(format!("the file is {len} bytes but its metadata needs {need}; it was truncated"))
 }
 
 /// Cached free state after this handle's last commit, so the next write
@@ -117,11 +106,7 @@ pub struct Store {
 }
 
 /// Reads both meta pages and returns the valid one with the higher id.
-pub(crate) fn latest_meta(
-    storage: &dyn Storage,
-    map: Option<&Mapping>,
-    geo: Geometry,
-) -> Result<Meta> {
+pub(crate) fn latest_meta(storage: &dyn Storage, map: Option<&Mapping>, geo: Geometry) -> Result<Meta> {
     let ps = geo.page_size;
     let mut owned = Vec::new();
     let both: &[u8] = match map.and_then(|m| (**m).as_ref().get(ps..3 * ps)) {
@@ -138,20 +123,14 @@ pub(crate) fn latest_meta(
         (Ok(a), Ok(b)) => Ok(if a.txn >= b.txn { a } else { b }),
         (Ok(m), Err(_)) | (Err(_), Ok(m)) => Ok(m),
         (Err(ea), Err(eb)) => {
-            let kind = if ea.kind() == ErrorKind::ChecksumMismatch
-                && eb.kind() == ErrorKind::ChecksumMismatch
-            {
+            let kind = if ea.kind() == ErrorKind::ChecksumMismatch && eb.kind() == ErrorKind::ChecksumMismatch {
                 ErrorKind::ChecksumMismatch
             } else {
                 ErrorKind::Corrupt
             };
             Err(Error::new(
                 kind,
-                format!(
-                    "no valid meta page (page 1: {}; page 2: {}); the file is damaged",
-                    ea.message(),
-                    eb.message()
-                ),
+                format!("no valid meta page (page 1: {}; page 2: {}); the file is damaged", ea.message(), eb.message()),
             ))
         }
     }
@@ -166,10 +145,7 @@ impl Store {
     #[cfg(unix)]
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Store> {
         let path = path.as_ref();
-        let fo = crate::io::FileStorage::open(
-            path,
-            crate::io::file_options(opts.create, opts.readonly),
-        )?;
+        let fo = crate::io::FileStorage::open(path, crate::io::file_options(opts.create, opts.readonly))?;
         Store::open_with(Arc::new(fo), opts, Some(path.to_path_buf()))
     }
 
@@ -193,11 +169,7 @@ impl Store {
                 )));
             }
             storage.lock_writer(true)?;
-            let r = if storage.len()? == 0 {
-                initialize(&*storage, opts.page_size)
-            } else {
-                Ok(())
-            };
+            let r = if storage.len()? == 0 { initialize(&*storage, opts.page_size) } else { Ok(()) };
             storage.unlock_writer();
             r?;
         }
@@ -207,9 +179,7 @@ impl Store {
             let mut b = vec![0u8; flen as usize];
             storage.read_exact_at(&mut b, 0)?;
             Header::decode(&b, FileKind::Tree, FORMAT_VERSION)?;
-            return Err(Error::corrupt(
-                "file header is truncated; the file is damaged",
-            ));
+            return Err(Error::corrupt("file header is truncated; the file is damaged"));
         }
         storage.read_exact_at(&mut head, 0)?;
         let h = Header::decode(&head, FileKind::Tree, FORMAT_VERSION)?;
@@ -225,11 +195,7 @@ impl Store {
         if flen < meta.page_count * geo.page_size as u64 {
             return Err(truncated(flen, meta.page_count * geo.page_size as u64));
         }
-        let backend = Backend {
-            storage,
-            use_map: opts.mmap,
-            map: Mutex::new(None),
-        };
+        let backend = Backend { storage, use_map: opts.mmap, map: Mutex::new(None) };
         Ok(Store {
             shared: Arc::new(Shared {
                 backend: RwLock::new(Arc::new(backend)),
@@ -257,11 +223,7 @@ impl Store {
     }
 
     pub(crate) fn backend(&self) -> Arc<Backend> {
-        self.shared
-            .backend
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.shared.backend.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Starts a read transaction on the latest commit.
@@ -282,10 +244,7 @@ impl Store {
             be.storage.unpin(meta.txn);
             tries += 1;
             if tries > 1000 {
-                return Err(Error::new(
-                    ErrorKind::Conflict,
-                    "commits are too frequent to take a snapshot; retry",
-                ));
+                return Err(Error::new(ErrorKind::Conflict, "commits are too frequent to take a snapshot; retry"));
             }
         };
         let map = match be.map_for(meta.page_count, geo.page_size) {
@@ -331,11 +290,7 @@ impl Store {
         let map = be.map_for(meta.page_count, geo.page_size)?;
         let snap = Snapshot::new(be.storage.clone(), map, meta, geo);
         let cached = {
-            let mut c = self
-                .shared
-                .free_cache
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
+            let mut c = self.shared.free_cache.lock().unwrap_or_else(|e| e.into_inner());
             match c.take() {
                 Some(fc) if fc.txn == meta.txn => Some(fc),
                 _ => None,
@@ -346,13 +301,7 @@ impl Store {
             None => load_free(&snap)?,
         };
         state.release(be.storage.oldest_pin(meta.txn + 1)?);
-        Ok(WriteTxn::new(
-            self.shared.clone(),
-            be.clone(),
-            snap,
-            state,
-            chain,
-        ))
+        Ok(WriteTxn::new(self.shared.clone(), be.clone(), snap, state, chain))
     }
 
     // Conveniences, each its own transaction.
@@ -388,21 +337,9 @@ impl Store {
 
     /// Replaces the storage after a compaction.
     pub(crate) fn install(&self, storage: Arc<dyn Storage>) {
-        let be = Backend {
-            storage,
-            use_map: self.shared.opts.mmap,
-            map: Mutex::new(None),
-        };
-        *self
-            .shared
-            .backend
-            .write()
-            .unwrap_or_else(|e| e.into_inner()) = Arc::new(be);
-        *self
-            .shared
-            .free_cache
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = None;
+        let be = Backend { storage, use_map: self.shared.opts.mmap, map: Mutex::new(None) };
+        *self.shared.backend.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(be);
+        *self.shared.free_cache.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 }
 
@@ -410,18 +347,9 @@ impl Store {
 fn initialize(storage: &dyn Storage, page_size: u32) -> Result<()> {
     let ps = page_size as usize;
     let mut first = vec![0u8; 3 * ps];
-    let h = Header {
-        kind: FileKind::Tree,
-        version: FORMAT_VERSION,
-        page_size,
-        block_log2: BLOCK_LOG2,
-    };
+    let h = Header { kind: FileKind::Tree, version: FORMAT_VERSION, page_size, block_log2: BLOCK_LOG2 };
     first[..HEADER_LEN].copy_from_slice(&h.encode());
-    let meta = Meta {
-        txn: 0,
-        page_count: FIRST_DATA_PAGE,
-        ..Meta::default()
-    };
+    let meta = Meta { txn: 0, page_count: FIRST_DATA_PAGE, ..Meta::default() };
     first[ps..2 * ps].copy_from_slice(&meta.encode(ps));
     // Page 2 stays zero: an invalid meta that the first commit replaces.
     storage.write_all_at(&first, 0)?;
@@ -436,10 +364,7 @@ pub(crate) fn load_free(snap: &Snapshot) -> Result<(FreeState, Vec<u64>)> {
     let mut pn = m.free_head;
     while pn != 0 {
         if chain.len() as u64 >= m.free_pages {
-            return Err(Error::corrupt_page(
-                pn,
-                "free list longer than its meta says (a cycle?)",
-            ));
+            return Err(Error::corrupt_page(pn, "free list longer than its meta says (a cycle?)"));
         }
         let p = snap.page(pn, KIND_FREE)?;
         let (next, w) = decode_chain_page(&p, pn)?;
@@ -453,8 +378,5 @@ pub(crate) fn load_free(snap: &Snapshot) -> Result<(FreeState, Vec<u64>)> {
     if chain.is_empty() {
         return Ok((FreeState::default(), chain));
     }
-    Ok((
-        FreeState::from_words(&words, m.page_count, m.free_head)?,
-        chain,
-    ))
+    Ok((FreeState::from_words(&words, m.page_count, m.free_head)?, chain))
 }

@@ -6,9 +6,7 @@
 
 use std::io::{self, Read, Seek, SeekFrom};
 
-use super::page::{
-    KIND_VINDEX, LargeRef, PAGE_HDR, TRAILER, page_count_field, page_level, seal, write_header,
-};
+use super::page::{KIND_VINDEX, LargeRef, PAGE_HDR, TRAILER, page_count_field, page_level, seal, write_header};
 use super::snapshot::Snapshot;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::bytes::{put_u32, put_u64, u32_at, u64_at};
@@ -73,35 +71,18 @@ fn write_index_page(sink: &mut dyn PageSink, level: u8, lv: &mut Level) -> Resul
 /// Appends an entry to `level`, first flushing its page when full: a page
 /// is written only once a later entry needs room, so the last page of the
 /// top level is always still open and becomes the root.
-fn push_entry(
-    sink: &mut dyn PageSink,
-    levels: &mut Vec<Level>,
-    level: usize,
-    entry: &[u8],
-) -> Result<()> {
+fn push_entry(sink: &mut dyn PageSink, levels: &mut Vec<Level>, level: usize, entry: &[u8]) -> Result<()> {
     if levels.len() <= level {
-        levels.push(Level {
-            buf: Vec::new(),
-            count: 0,
-            flushed: 0,
-        });
+        levels.push(Level { buf: Vec::new(), count: 0, flushed: 0 });
     }
     let ps = sink.page_size();
-    let cap = if level == 0 {
-        blocks_per_page(ps)
-    } else {
-        children_per_page(ps)
-    };
-    let lv = levels
-        .get_mut(level)
-        .ok_or_else(|| Error::corrupt("index level missing"))?;
+    let cap = if level == 0 { blocks_per_page(ps) } else { children_per_page(ps) };
+    let lv = levels.get_mut(level).ok_or_else(|| Error::corrupt("index level missing"))?;
     if lv.count == cap {
         let pn = write_index_page(sink, level as u8, lv)?;
         push_entry(sink, levels, level + 1, &pn.to_le_bytes())?;
     }
-    let lv = levels
-        .get_mut(level)
-        .ok_or_else(|| Error::corrupt("index level missing"))?;
+    let lv = levels.get_mut(level).ok_or_else(|| Error::corrupt("index level missing"))?;
     lv.buf.extend_from_slice(entry);
     lv.count += 1;
     Ok(())
@@ -123,29 +104,18 @@ fn fill(r: &mut dyn Read, buf: &mut [u8]) -> Result<usize> {
 
 /// Writes the whole of `prefix` followed by everything `rest` yields as a
 /// large value; returns its reference. Memory use is a few blocks.
-pub fn write_large(
-    sink: &mut dyn PageSink,
-    block_log2: u8,
-    prefix: &[u8],
-    rest: &mut dyn Read,
-) -> Result<LargeRef> {
+pub fn write_large(sink: &mut dyn PageSink, block_log2: u8, prefix: &[u8], rest: &mut dyn Read) -> Result<LargeRef> {
     let ps = sink.page_size();
     let block = 1usize << block_log2;
     let mut raw = vec![0u8; block];
     let mut packed = vec![0u8; lz4_flex::block::get_maximum_output_size(block)];
-    let mut levels: Vec<Level> = vec![Level {
-        buf: Vec::new(),
-        count: 0,
-        flushed: 0,
-    }];
+    let mut levels: Vec<Level> = vec![Level { buf: Vec::new(), count: 0, flushed: 0 }];
     let mut total: u64 = 0;
     let mut pre = prefix;
     loop {
         let take = pre.len().min(block);
         let (head, tail) = pre.split_at(take);
-        raw.get_mut(..take)
-            .ok_or_else(|| Error::invalid("block buffer"))?
-            .copy_from_slice(head);
+        raw.get_mut(..take).ok_or_else(|| Error::invalid("block buffer"))?.copy_from_slice(head);
         pre = tail;
         let n = take + fill(rest, raw.get_mut(take..).unwrap_or(&mut []))?;
         if n == 0 {
@@ -189,16 +159,10 @@ pub fn write_large(
     let mut level = 0usize;
     loop {
         let top = level + 1 == levels.len();
-        let lv = levels
-            .get_mut(level)
-            .ok_or_else(|| Error::corrupt("index level missing"))?;
+        let lv = levels.get_mut(level).ok_or_else(|| Error::corrupt("index level missing"))?;
         if top && lv.flushed == 0 {
             let root = write_index_page(sink, level as u8, lv)?;
-            return Ok(LargeRef {
-                len: total,
-                root,
-                depth: level as u8 + 1,
-            });
+            return Ok(LargeRef { len: total, root, depth: level as u8 + 1 });
         }
         if lv.count > 0 {
             let pn = write_index_page(sink, level as u8, lv)?;
@@ -228,10 +192,7 @@ fn check_shape(r: &LargeRef, ps: usize, block_log2: u8) -> Result<u64> {
     let fits = index_capacity(ps, r.depth) >= blocks;
     let minimal = r.depth == 1 || index_capacity(ps, r.depth - 1) < blocks;
     if r.depth > MAX_INDEX_DEPTH || !fits || !minimal {
-        return Err(Error::corrupt_page(
-            r.root,
-            "large value index depth does not match its length",
-        ));
+        return Err(Error::corrupt_page(r.root, "large value index depth does not match its length"));
     }
     Ok(blocks)
 }
@@ -239,10 +200,7 @@ fn check_shape(r: &LargeRef, ps: usize, block_log2: u8) -> Result<u64> {
 fn index_page<'s>(snap: &'s Snapshot, pn: u64, level: u8) -> Result<super::snapshot::PageBuf<'s>> {
     let p = snap.page(pn, KIND_VINDEX)?;
     if page_level(&p) != level {
-        return Err(Error::corrupt_page(
-            pn,
-            "value index page at the wrong level",
-        ));
+        return Err(Error::corrupt_page(pn, "value index page at the wrong level"));
     }
     Ok(p)
 }
@@ -264,8 +222,7 @@ pub fn locate(snap: &Snapshot, r: &LargeRef, block_log2: u8, b: u64) -> Result<B
         if i >= page_count_field(&p) as u64 {
             return Err(Error::corrupt_page(pn, "value index entry missing"));
         }
-        pn = u64_at(&p, PAGE_HDR + i as usize * 8)
-            .ok_or_else(|| Error::corrupt_page(pn, "short index page"))?;
+        pn = u64_at(&p, PAGE_HDR + i as usize * 8).ok_or_else(|| Error::corrupt_page(pn, "short index page"))?;
     }
     let p = index_page(snap, pn, 0)?;
     if rem >= page_count_field(&p) as u64 {
@@ -283,37 +240,21 @@ pub fn locate(snap: &Snapshot, r: &LargeRef, block_log2: u8, b: u64) -> Result<B
 }
 
 /// Reads, verifies and decodes block `b` into `out` (resized to its raw length).
-pub fn read_block(
-    snap: &Snapshot,
-    r: &LargeRef,
-    block_log2: u8,
-    b: u64,
-    out: &mut Vec<u8>,
-) -> Result<()> {
+pub fn read_block(snap: &Snapshot, r: &LargeRef, block_log2: u8, b: u64, out: &mut Vec<u8>) -> Result<()> {
     let block = 1u64 << block_log2;
     let raw_len = (r.len - b * block).min(block) as usize;
     let loc = locate(snap, r, block_log2, b)?;
     let max_stored = lz4_flex::block::get_maximum_output_size(block as usize);
-    if loc.stored == 0
-        || loc.stored as usize > max_stored
-        || (loc.codec == CODEC_RAW && loc.stored as usize != raw_len)
+    if loc.stored == 0 || loc.stored as usize > max_stored || (loc.codec == CODEC_RAW && loc.stored as usize != raw_len)
     {
-        return Err(Error::corrupt_page(
-            loc.start,
-            "value block length is impossible",
-        ));
+        return Err(Error::corrupt_page(loc.start, "value block length is impossible"));
     }
     let pages = snap.raw(loc.start, loc.pages(snap.geo.page_size))?;
-    let stored = pages
-        .get(..loc.stored as usize)
-        .ok_or_else(|| Error::corrupt_page(loc.start, "short block"))?;
+    let stored = pages.get(..loc.stored as usize).ok_or_else(|| Error::corrupt_page(loc.start, "short block"))?;
     if checksum(stored, loc.start) != loc.sum {
         return Err(Error::new(
             ErrorKind::ChecksumMismatch,
-            format!(
-                "value block at page {}: checksum mismatch; the file is damaged",
-                loc.start
-            ),
+            format!("value block at page {}: checksum mismatch; the file is damaged", loc.start),
         )
         .at_page(loc.start));
     }
@@ -325,10 +266,7 @@ pub fn read_block(
             let n = lz4_flex::block::decompress_into(stored, out)
                 .map_err(|_| Error::corrupt_page(loc.start, "value block does not decompress"))?;
             if n != raw_len {
-                return Err(Error::corrupt_page(
-                    loc.start,
-                    "value block decompresses to the wrong length",
-                ));
+                return Err(Error::corrupt_page(loc.start, "value block decompresses to the wrong length"));
             }
         }
         _ => return Err(Error::corrupt_page(loc.start, "unknown value block codec")),
@@ -341,12 +279,7 @@ pub type RunVisitor<'a> = dyn FnMut(u64, u64, Option<&BlockLoc>) -> Result<()> +
 
 /// Visits every page run a large value occupies (blocks and index pages),
 /// e.g. to free them; returns the stored bytes of its blocks.
-pub fn for_each_run(
-    snap: &Snapshot,
-    r: &LargeRef,
-    block_log2: u8,
-    f: &mut RunVisitor<'_>,
-) -> Result<u64> {
+pub fn for_each_run(snap: &Snapshot, r: &LargeRef, block_log2: u8, f: &mut RunVisitor<'_>) -> Result<u64> {
     let ps = snap.geo.page_size;
     check_shape(r, ps, block_log2)?;
     let mut stored = 0u64;
@@ -377,8 +310,7 @@ pub fn for_each_run(
                 return Err(Error::corrupt_page(pn, "too many index children"));
             }
             for i in 0..n {
-                let c = u64_at(&p, PAGE_HDR + i * 8)
-                    .ok_or_else(|| Error::corrupt_page(pn, "short index page"))?;
+                let c = u64_at(&p, PAGE_HDR + i * 8).ok_or_else(|| Error::corrupt_page(pn, "short index page"))?;
                 stack.push((c, level - 1));
             }
         }
@@ -398,14 +330,7 @@ pub struct ValueReader<'s> {
 
 impl<'s> ValueReader<'s> {
     pub(crate) fn new(snap: &'s Snapshot, r: LargeRef, block_log2: u8) -> ValueReader<'s> {
-        ValueReader {
-            snap,
-            r,
-            block_log2,
-            pos: 0,
-            cur: None,
-            buf: Vec::new(),
-        }
+        ValueReader { snap, r, block_log2, pos: 0, cur: None, buf: Vec::new() }
     }
 
     pub fn len(&self) -> u64 {
@@ -445,12 +370,11 @@ impl<'s> ValueReader<'s> {
     pub fn read_range(&mut self, offset: u64, len: u64) -> Result<Vec<u8>> {
         let end = offset.saturating_add(len).min(self.r.len);
         let want = end.saturating_sub(offset);
-        let mut v =
-            vec![
-                0u8;
-                usize::try_from(want)
-                    .map_err(|_| Error::new(ErrorKind::TooLarge, "range too large for memory"))?
-            ];
+        let mut v = vec![
+            0u8;
+            usize::try_from(want)
+                .map_err(|_| Error::new(ErrorKind::TooLarge, "range too large for memory"))?
+        ];
         self.pos = offset;
         let mut got = 0;
         while got < v.len() {
@@ -482,10 +406,7 @@ impl Seek for ValueReader<'_> {
                 self.pos = p;
                 Ok(p)
             }
-            None => Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "seek before the start of the value",
-            )),
+            None => Err(io::Error::new(io::ErrorKind::InvalidInput, "seek before the start of the value")),
         }
     }
 }

@@ -24,9 +24,7 @@ pub struct PageSet {
 
 impl PageSet {
     pub fn new(pages: u64) -> PageSet {
-        PageSet {
-            bits: vec![0; pages.div_ceil(64) as usize],
-        }
+        PageSet { bits: vec![0; pages.div_ceil(64) as usize] }
     }
 
     /// Marks `p`; false if it was already marked (or is out of range).
@@ -43,9 +41,7 @@ impl PageSet {
     }
 
     pub fn contains(&self, p: u64) -> bool {
-        self.bits
-            .get((p / 64) as usize)
-            .is_some_and(|w| w & (1u64 << (p % 64)) != 0)
+        self.bits.get((p / 64) as usize).is_some_and(|w| w & (1u64 << (p % 64)) != 0)
     }
 }
 
@@ -68,17 +64,11 @@ pub fn walk(snap: &Snapshot, seen: &mut PageSet, v: &mut dyn Visitor) -> Result<
     let mut stack: Vec<Pending> = vec![(m.root, 1, None, None)];
     while let Some((pn, depth, lo, hi)) = stack.pop() {
         if depth > MAX_DEPTH || depth > m.depth as usize {
-            v.problem(
-                Some(pn),
-                format!("page {pn} lies deeper than the tree depth {}", m.depth),
-            );
+            v.problem(Some(pn), format!("page {pn} lies deeper than the tree depth {}", m.depth));
             continue;
         }
         if !seen.mark(pn) {
-            v.problem(
-                Some(pn),
-                format!("page {pn} is referenced more than once (or is out of range)"),
-            );
+            v.problem(Some(pn), format!("page {pn} is referenced more than once (or is out of range)"));
             continue;
         }
         let buf = match snap.page(pn, ANY_NODE) {
@@ -97,13 +87,7 @@ pub fn walk(snap: &Snapshot, seen: &mut PageSet, v: &mut dyn Visitor) -> Result<
         };
         v.node(pn, depth, &view);
         if view.is_leaf() != (depth == m.depth as usize) {
-            v.problem(
-                Some(pn),
-                format!(
-                    "page {pn}: leaf at depth {depth} but the tree depth is {}",
-                    m.depth
-                ),
-            );
+            v.problem(Some(pn), format!("page {pn}: leaf at depth {depth} but the tree depth is {}", m.depth));
             continue;
         }
         let n = view.count();
@@ -155,10 +139,7 @@ pub fn walk(snap: &Snapshot, seen: &mut PageSet, v: &mut dyn Visitor) -> Result<
             stack.extend(bounds.into_iter().rev());
         }
         if bad {
-            v.problem(
-                Some(pn),
-                format!("page {pn}: keys out of order or outside the range its parent gives"),
-            );
+            v.problem(Some(pn), format!("page {pn}: keys out of order or outside the range its parent gives"));
         }
     }
     Ok(entries)

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use super::cursor::Tree;
 use super::freelist::{Extents, FreeState, encode_chain, words_per_page};
 use super::meta::{Meta, meta_page};
-use super::node::{Child, Node, Val, branch_cell_size, leaf_cell_size};
+use super::node::{ByteArena, Child, Key, Node, Val, branch_cell_size, leaf_cell_size, search};
 use super::page::{ANY_NODE, BRANCH_FIRST, MAX_DEPTH, NodeView, PAGE_HDR};
 use super::read::ReadOps;
 use super::snapshot::Snapshot;
@@ -22,8 +22,6 @@ const ALLOC_SCAN: usize = 256;
 /// Coalesced page writes are flushed at this size.
 const WRITE_BATCH: usize = 8 << 20;
 
-type Key = Box<[u8]>;
-
 /// The one write transaction of a store. Dropping it without `commit`
 /// discards every change.
 pub struct WriteTxn {
@@ -31,6 +29,7 @@ pub struct WriteTxn {
     backend: Arc<Backend>,
     snap: Snapshot,
     arena: Vec<Node>,
+    bytes: ByteArena,
     root: Option<Child>,
     entries: u64,
     free: FreeState,
@@ -61,6 +60,7 @@ impl WriteTxn {
             shared,
             backend,
             arena: Vec::new(),
+            bytes: ByteArena::new(),
             root: (m.root != 0).then_some(Child::Page(m.root)),
             entries: m.entries,
             free,
@@ -94,10 +94,7 @@ impl WriteTxn {
         if key.len() > max {
             return Err(Error::new(
                 ErrorKind::TooLarge,
-                format!(
-                    "key of {} bytes exceeds the {max}-byte limit for this page size",
-                    key.len()
-                ),
+                format!("key of {} bytes exceeds the {max}-byte limit for this page size", key.len()),
             ));
         }
         Ok(())
@@ -110,7 +107,7 @@ impl WriteTxn {
             return Err(Error::new(ErrorKind::TooLarge, "value exceeds 2^48 bytes"));
         }
         let val = if self.shared.geo.inline_fits(key.len(), value.len()) {
-            Val::Inline(value.into())
+            Val::Inline(self.bytes.add(value))
         } else {
             let log2 = self.shared.block_log2;
             let r = write_large(self, log2, value, &mut std::io::empty());
@@ -130,7 +127,8 @@ impl WriteTxn {
             .map_err(|e| Error::io("reading the value stream failed", e))?;
         if self.shared.geo.inline_fits(key.len(), head.len()) {
             let n = head.len() as u64;
-            self.insert(key, Val::Inline(head.into()))?;
+            let v = Val::Inline(self.bytes.add(&head));
+            self.insert(key, v)?;
             return Ok(n);
         }
         let log2 = self.shared.block_log2;
@@ -147,7 +145,7 @@ impl WriteTxn {
         }
         let (leaf, mut path) = self.descend(key)?;
         let node = &mut self.arena[leaf as usize];
-        let Ok(i) = node.keys.binary_search_by(|k| (**k).cmp(key)) else {
+        let Ok(i) = search(&node.keys, key, &self.bytes) else {
             return Ok(false);
         };
         let k = node.keys.remove(i);
@@ -209,7 +207,7 @@ impl WriteTxn {
             Child::Page(p) => {
                 let node = {
                     let buf = self.snap.page(p, ANY_NODE)?;
-                    Node::from_view(&NodeView::new(&buf, p)?)?
+                    Node::from_view(&NodeView::new(&buf, p)?, &mut self.bytes)?
                 };
                 self.free_pages(p, 1);
                 self.arena.push(node);
@@ -233,16 +231,11 @@ impl WriteTxn {
         let mut cur = root;
         while !self.arena[cur as usize].leaf {
             if path.len() >= MAX_DEPTH {
-                return Err(Error::corrupt(
-                    "tree deeper than any valid tree; the file is damaged",
-                ));
+                return Err(Error::corrupt("tree deeper than any valid tree; the file is damaged"));
             }
             let n = &self.arena[cur as usize];
-            let i = n.child_for(key);
-            let c = *n
-                .children
-                .get(i)
-                .ok_or_else(|| Error::corrupt("branch without children"))?;
+            let i = n.child_for(key, &self.bytes);
+            let c = *n.children.get(i).ok_or_else(|| Error::corrupt("branch without children"))?;
             let next = self.own(c)?;
             self.arena[cur as usize].children[i] = Child::Node(next);
             path.push((cur, i));
@@ -254,14 +247,14 @@ impl WriteTxn {
     fn insert(&mut self, key: &[u8], val: Val) -> Result<()> {
         let (leaf, mut path) = self.descend(key)?;
         let node = &mut self.arena[leaf as usize];
-        let old = match node.keys.binary_search_by(|k| (**k).cmp(key)) {
+        let old = match search(&node.keys, key, &self.bytes) {
             Ok(i) => {
                 node.size = node.size + val.payload_len() - node.vals[i].payload_len();
                 Some(std::mem::replace(&mut node.vals[i], val))
             }
             Err(i) => {
                 node.size += leaf_cell_size(key.len(), &val);
-                node.keys.insert(i, key.into());
+                node.keys.insert(i, self.bytes.key(key));
                 node.vals.insert(i, val);
                 self.entries += 1;
                 None
@@ -324,15 +317,10 @@ impl WriteTxn {
             let mut right = Node::new_leaf();
             right.keys = n.keys.split_off(m);
             right.vals = n.vals.split_off(m);
-            let moved: usize = right
-                .keys
-                .iter()
-                .zip(&right.vals)
-                .map(|(k, v)| leaf_cell_size(k.len(), v))
-                .sum();
+            let moved: usize = right.keys.iter().zip(&right.vals).map(|(k, v)| leaf_cell_size(k.len(), v)).sum();
             right.size += moved;
             n.size -= moved;
-            (right.keys[0].clone(), right)
+            (right.keys[0], right)
         } else {
             let half = (n.size - BRANCH_FIRST) / 2;
             let mut acc = 0;
@@ -350,16 +338,9 @@ impl WriteTxn {
             let right_children = n.children.split_off(m + 1);
             let mut right = Node::new_branch(right_children[0]);
             right.children = right_children;
-            right.size += right_keys
-                .iter()
-                .map(|k| branch_cell_size(k.len()))
-                .sum::<usize>();
+            right.size += right_keys.iter().map(|k| branch_cell_size(k.len())).sum::<usize>();
             right.keys = right_keys;
-            n.size = BRANCH_FIRST
-                + n.keys
-                    .iter()
-                    .map(|k| branch_cell_size(k.len()))
-                    .sum::<usize>();
+            n.size = BRANCH_FIRST + n.keys.iter().map(|k| branch_cell_size(k.len())).sum::<usize>();
             (sep, right)
         }
     }
@@ -396,11 +377,7 @@ impl WriteTxn {
             Child::Node(i) => i as usize,
         };
         if self.arena[idx].leaf {
-            return Ok(if self.arena[idx].keys.is_empty() {
-                vec![]
-            } else {
-                vec![(None, c)]
-            });
+            return Ok(if self.arena[idx].keys.is_empty() { vec![] } else { vec![(None, c)] });
         }
         let node = std::mem::take(&mut self.arena[idx]);
         let mut items: Vec<(Option<Key>, Child)> = Vec::with_capacity(node.children.len());
@@ -409,7 +386,7 @@ impl WriteTxn {
             let is_branch = matches!(child, Child::Node(n) if !self.arena[n as usize].leaf);
             if is_branch {
                 for (j, (plow, part)) in self.finalize(child)?.into_iter().enumerate() {
-                    items.push((if j == 0 { low.clone() } else { plow }, part));
+                    items.push((if j == 0 { low } else { plow }, part));
                 }
             } else {
                 items.push((low, child));
@@ -424,9 +401,9 @@ impl WriteTxn {
         let mut out: Vec<(Option<Key>, Child)> = Vec::new();
         let mut cur: Option<(Option<Key>, Node)> = None;
         for (low, child) in items {
-            let fits = cur.as_ref().is_some_and(|(_, n)| {
-                n.size + branch_cell_size(low.as_ref().map_or(0, |k| k.len())) <= cap
-            });
+            let fits = cur
+                .as_ref()
+                .is_some_and(|(_, n)| n.size + branch_cell_size(low.as_ref().map_or(0, |k| k.len())) <= cap);
             match (&mut cur, fits) {
                 (Some((_, n)), true) => {
                     let k = low.unwrap_or_default();
@@ -459,9 +436,7 @@ impl WriteTxn {
         let cap = self.shared.geo.node_capacity();
         let mut out = Vec::with_capacity(items.len());
         let mut run: Vec<(Option<Key>, u32)> = Vec::new();
-        let flush = |this: &mut WriteTxn,
-                     run: &mut Vec<(Option<Key>, u32)>,
-                     out: &mut Vec<(Option<Key>, Child)>| {
+        let flush = |this: &mut WriteTxn, run: &mut Vec<(Option<Key>, u32)>, out: &mut Vec<(Option<Key>, Child)>| {
             if run.is_empty() {
                 return;
             }
@@ -495,7 +470,7 @@ impl WriteTxn {
                         }
                     };
                     cur = Some(ni);
-                    first_low = Some(k.clone());
+                    first_low = Some(k);
                     let node = &mut this.arena[ni as usize];
                     node.size += add;
                     node.keys.push(k);
@@ -639,19 +614,10 @@ impl WriteTxn {
             free_pages: chain.len() as u64,
         };
         let mp = meta.encode(ps);
-        self.backend
-            .storage
-            .write_all_at(&mp, meta_page(txn) * ps as u64)?;
+        self.backend.storage.write_all_at(&mp, meta_page(txn) * ps as u64)?;
         self.backend.storage.sync()?;
-        *self
-            .shared
-            .free_cache
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some(FreeCache {
-            txn,
-            state: std::mem::take(&mut self.free),
-            chain,
-        });
+        *self.shared.free_cache.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some(FreeCache { txn, state: std::mem::take(&mut self.free), chain });
         Ok(())
     }
 
@@ -671,7 +637,7 @@ impl WriteTxn {
         }
         let pn = self.alloc_pages(1);
         let buf = out.slot(pn, &*self.backend.storage)?;
-        self.arena[idx].encode(buf, pn, txn, |ch| match ch {
+        self.arena[idx].encode(buf, pn, txn, &self.bytes, |ch| match ch {
             Child::Page(p) => p,
             Child::Node(_) => 0,
         });
@@ -691,20 +657,12 @@ impl WriteTxn {
             c = match ch {
                 Child::Node(i) => {
                     let n = &self.arena[i as usize];
-                    if n.leaf {
-                        None
-                    } else {
-                        n.children.first().copied()
-                    }
+                    if n.leaf { None } else { n.children.first().copied() }
                 }
                 Child::Page(p) => {
                     let b = self.snap.page(p, ANY_NODE)?;
                     let v = NodeView::new(&b, p)?;
-                    if v.is_leaf() {
-                        None
-                    } else {
-                        Some(Child::Page(v.child(0)?))
-                    }
+                    if v.is_leaf() { None } else { Some(Child::Page(v.child(0)?)) }
                 }
             };
         }
@@ -722,11 +680,7 @@ struct PageBatch {
 
 impl PageBatch {
     fn new(ps: usize) -> PageBatch {
-        PageBatch {
-            ps,
-            start: 0,
-            buf: Vec::new(),
-        }
+        PageBatch { ps, start: 0, buf: Vec::new() }
     }
 
     /// A zeroed page buffer that will be written at page `pn`.
@@ -761,9 +715,7 @@ impl PageSink for WriteTxn {
     }
 
     fn write(&mut self, page: u64, data: &[u8]) -> Result<()> {
-        self.backend
-            .storage
-            .write_all_at(data, page * self.shared.geo.page_size as u64)
+        self.backend.storage.write_all_at(data, page * self.shared.geo.page_size as u64)
     }
 
     fn txn_id(&self) -> u64 {
@@ -780,6 +732,7 @@ impl ReadOps for WriteTxn {
         Tree {
             snap: &self.snap,
             arena: &self.arena,
+            bytes: &self.bytes,
             root: self.root,
             block_log2: self.shared.block_log2,
         }

@@ -3,23 +3,17 @@
 
 #[inline]
 pub fn u16_at(b: &[u8], off: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(
-        b.get(off..off.checked_add(2)?)?.try_into().ok()?,
-    ))
+    Some(u16::from_le_bytes(b.get(off..off.checked_add(2)?)?.try_into().ok()?))
 }
 
 #[inline]
 pub fn u32_at(b: &[u8], off: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(
-        b.get(off..off.checked_add(4)?)?.try_into().ok()?,
-    ))
+    Some(u32::from_le_bytes(b.get(off..off.checked_add(4)?)?.try_into().ok()?))
 }
 
 #[inline]
 pub fn u64_at(b: &[u8], off: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(
-        b.get(off..off.checked_add(8)?)?.try_into().ok()?,
-    ))
+    Some(u64::from_le_bytes(b.get(off..off.checked_add(8)?)?.try_into().ok()?))
 }
 
 #[inline]

@@ -63,44 +63,28 @@ impl Header {
     /// Decodes and validates the header: magic, checksum, kind and version.
     /// `supported` is the highest version this build reads.
     pub fn decode(b: &[u8], want: FileKind, supported: u16) -> Result<Header> {
-        let not_bale = || {
-            Error::new(
-                ErrorKind::NotABaleFile,
-                "not a bale file (bad magic); check the path".to_string(),
-            )
-        };
+        let not_bale =
+            || Error::new(ErrorKind::NotABaleFile, "not a bale file (bad magic); check the path".to_string());
         if b.len() < 8 || b[0..8] != MAGIC {
             return Err(not_bale());
         }
         if b.len() < HEADER_LEN {
-            return Err(Error::corrupt(
-                "file header is truncated; the file is damaged",
-            ));
+            return Err(Error::corrupt("file header is truncated; the file is damaged"));
         }
         let stored = u64_at(b, 56).ok_or_else(not_bale)?;
         if checksum(&b[0..56], 0) != stored {
-            return Err(Error::new(
-                ErrorKind::ChecksumMismatch,
-                "file header checksum mismatch; the file is damaged",
-            ));
+            return Err(Error::new(ErrorKind::ChecksumMismatch, "file header checksum mismatch; the file is damaged"));
         }
         let mut tag = [0u8; 4];
         tag.copy_from_slice(&b[8..12]);
         let kind = FileKind::from_tag(tag).ok_or_else(|| {
             Error::new(
                 ErrorKind::UnsupportedVersion,
-                format!(
-                    "unknown bale file kind {:?}; a newer bale may read it",
-                    String::from_utf8_lossy(&tag)
-                ),
+                format!("unknown bale file kind {:?}; a newer bale may read it", String::from_utf8_lossy(&tag)),
             )
         })?;
         if kind != want {
-            return Err(Error::invalid(format!(
-                "this is a bale {} file, not a {}",
-                kind.name(),
-                want.name()
-            )));
+            return Err(Error::invalid(format!("this is a bale {} file, not a {}", kind.name(), want.name())));
         }
         let version = u16_at(b, 12).unwrap_or(0);
         if version == 0 || version > supported {
@@ -112,12 +96,7 @@ impl Header {
                 ),
             ));
         }
-        Ok(Header {
-            kind,
-            version,
-            page_size: u32_at(b, 16).unwrap_or(0),
-            block_log2: b[20],
-        })
+        Ok(Header { kind, version, page_size: u32_at(b, 16).unwrap_or(0), block_log2: b[20] })
     }
 }
 
@@ -127,32 +106,16 @@ mod tests {
 
     #[test]
     fn roundtrip_and_rejections() {
-        let h = Header {
-            kind: FileKind::Tree,
-            version: 1,
-            page_size: 4096,
-            block_log2: 16,
-        };
+        let h = Header { kind: FileKind::Tree, version: 1, page_size: 4096, block_log2: 16 };
         let b = h.encode();
         assert_eq!(Header::decode(&b, FileKind::Tree, 1).unwrap(), h);
         let mut bad = b;
         bad[0] = b'x';
-        assert_eq!(
-            Header::decode(&bad, FileKind::Tree, 1).unwrap_err().kind(),
-            ErrorKind::NotABaleFile
-        );
+        assert_eq!(Header::decode(&bad, FileKind::Tree, 1).unwrap_err().kind(), ErrorKind::NotABaleFile);
         let mut bad = b;
         bad[17] ^= 1;
-        assert_eq!(
-            Header::decode(&bad, FileKind::Tree, 1).unwrap_err().kind(),
-            ErrorKind::ChecksumMismatch
-        );
+        assert_eq!(Header::decode(&bad, FileKind::Tree, 1).unwrap_err().kind(), ErrorKind::ChecksumMismatch);
         let future = Header { version: 9, ..h }.encode();
-        assert_eq!(
-            Header::decode(&future, FileKind::Tree, 1)
-                .unwrap_err()
-                .kind(),
-            ErrorKind::UnsupportedVersion
-        );
+        assert_eq!(Header::decode(&future, FileKind::Tree, 1).unwrap_err().kind(), ErrorKind::UnsupportedVersion);
     }
 }

@@ -55,13 +55,8 @@ fn open_err(path: &Path, e: std::io::Error) -> Error {
     };
     let mut err = Error::io(&format!("cannot open {}", path.display()), e);
     if kind == ErrorKind::NotFound {
-        err = Error::new(
-            ErrorKind::NotFound,
-            format!(
-                "{}: no such file; pass create=true to make one",
-                path.display()
-            ),
-        );
+        err =
+            Error::new(ErrorKind::NotFound, format!("{}: no such file; pass create=true to make one", path.display()));
     }
     err
 }
@@ -88,16 +83,10 @@ impl FileStorage {
             Err(e) => return Err(open_err(path, e)),
         };
         if data.metadata().map_err(|e| open_err(path, e))?.is_dir() {
-            return Err(Error::invalid(format!(
-                "{} is a directory, not a store file",
-                path.display()
-            )));
+            return Err(Error::invalid(format!("{} is a directory, not a store file", path.display())));
         }
         let control = oo.open(path).map_err(|e| open_err(path, e))?;
-        let pins = OpenOptions::new()
-            .read(true)
-            .open(path)
-            .map_err(|e| open_err(path, e))?;
+        let pins = OpenOptions::new().read(true).open(path).map_err(|e| open_err(path, e))?;
         Ok(FileStorage {
             path: path.to_path_buf(),
             data,
@@ -123,19 +112,13 @@ pub fn sync_parent(path: &Path) -> Result<()> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let d = File::open(dir)
-        .map_err(|e| Error::io(&format!("cannot open directory {}", dir.display()), e))?;
-    d.sync_all()
-        .map_err(|e| Error::io(&format!("cannot sync directory {}", dir.display()), e))
+    let d = File::open(dir).map_err(|e| Error::io(&format!("cannot open directory {}", dir.display()), e))?;
+    d.sync_all().map_err(|e| Error::io(&format!("cannot sync directory {}", dir.display()), e))
 }
 
 impl Storage for FileStorage {
     fn len(&self) -> Result<u64> {
-        Ok(self
-            .data
-            .metadata()
-            .map_err(|e| Error::io("cannot stat store file", e))?
-            .len())
+        Ok(self.data.metadata().map_err(|e| Error::io("cannot stat store file", e))?.len())
     }
 
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
@@ -152,25 +135,20 @@ impl Storage for FileStorage {
         if self.readonly {
             return Err(Error::invalid("store was opened read-only"));
         }
-        self.data
-            .write_all_at(data, offset)
-            .map_err(|e| Error::io("write failed", e))
+        self.data.write_all_at(data, offset).map_err(|e| Error::io("write failed", e))
     }
 
     fn sync(&self) -> Result<()> {
         // fdatasync also flushes the size when the file grew, which is the
         // metadata later reads depend on.
-        self.data
-            .sync_data()
-            .map_err(|e| Error::io("fsync failed", e))
+        self.data.sync_data().map_err(|e| Error::io("fsync failed", e))
     }
 
     fn map(&self, len: u64) -> Result<Option<Mapping>> {
         if len == 0 {
             return Ok(None);
         }
-        let len = usize::try_from(len)
-            .map_err(|_| Error::new(ErrorKind::TooLarge, "file too large to map"))?;
+        let len = usize::try_from(len).map_err(|_| Error::new(ErrorKind::TooLarge, "file too large to map"))?;
         // SAFETY: the map is read-only. bale never shrinks a store file in
         // place (compaction writes a new file and renames it), and every page
         // a snapshot reads lies below the length that snapshot's meta
@@ -184,9 +162,7 @@ impl Storage for FileStorage {
 
     fn lock_writer(&self, wait: bool) -> Result<()> {
         if self.readonly {
-            return Err(Error::invalid(
-                "store was opened read-only; open it writable to write",
-            ));
+            return Err(Error::invalid("store was opened read-only; open it writable to write"));
         }
         // The in-process gate first: OFD locks on one description would not
         // exclude two transactions of the same handle.
@@ -253,10 +229,7 @@ impl Storage for FileStorage {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
             Err(e) => return Err(Error::io("cannot stat store path", e)),
         };
-        let mine = self
-            .data
-            .metadata()
-            .map_err(|e| Error::io("cannot stat store file", e))?;
+        let mine = self.data.metadata().map_err(|e| Error::io("cannot stat store file", e))?;
         Ok(now.dev() == mine.dev() && now.ino() == mine.ino())
     }
 }
@@ -290,11 +263,7 @@ mod ofd {
     /// Takes a lock; Ok(false) when it is held elsewhere and `wait` is false.
     pub fn set(f: &File, kind: i16, start: u64, len: u64, wait: bool) -> Result<bool> {
         let fl = flock(kind, start, len);
-        let cmd = if wait {
-            libc::F_OFD_SETLKW
-        } else {
-            libc::F_OFD_SETLK
-        };
+        let cmd = if wait { libc::F_OFD_SETLKW } else { libc::F_OFD_SETLK };
         loop {
             // SAFETY: fd is valid for the life of `f`; fl is a valid flock.
             let r = unsafe { libc::fcntl(f.as_raw_fd(), cmd, &fl) };
@@ -320,16 +289,9 @@ mod ofd {
         // SAFETY: as above; F_OFD_GETLK writes into fl.
         let r = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_OFD_GETLK, &mut fl) };
         if r != 0 {
-            return Err(Error::io(
-                "file lock probe failed",
-                std::io::Error::last_os_error(),
-            ));
+            return Err(Error::io("file lock probe failed", std::io::Error::last_os_error()));
         }
-        if fl.l_type == libc::F_UNLCK as i16 {
-            Ok(None)
-        } else {
-            Ok(Some(fl.l_start as u64))
-        }
+        if fl.l_type == libc::F_UNLCK as i16 { Ok(None) } else { Ok(Some(fl.l_start as u64)) }
     }
 }
 

@@ -22,10 +22,7 @@ impl LockSet {
         let mut held = guard(&self.writer);
         while *held {
             if !wait {
-                return Err(Error::new(
-                    ErrorKind::Locked,
-                    "another writer holds this store; retry later or wait",
-                ));
+                return Err(Error::new(ErrorKind::Locked, "another writer holds this store; retry later or wait"));
             }
             held = self.freed.wait(held).unwrap_or_else(|e| e.into_inner());
         }

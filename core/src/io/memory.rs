@@ -20,10 +20,7 @@ impl MemStorage {
     }
 
     pub fn from_bytes(bytes: Vec<u8>) -> MemStorage {
-        MemStorage {
-            data: Arc::new(RwLock::new(bytes)),
-            locks: Arc::default(),
-        }
+        MemStorage { data: Arc::new(RwLock::new(bytes)), locks: Arc::default() }
     }
 
     /// A copy of the current bytes.

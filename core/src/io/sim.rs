@@ -142,10 +142,7 @@ impl CrashStorage {
     /// The state at this instant, as a sync point (for a crash between syncs).
     pub fn now(&self) -> SyncPoint {
         let s = self.st();
-        SyncPoint {
-            durable: s.durable.clone(),
-            pending: s.pending.clone(),
-        }
+        SyncPoint { durable: s.durable.clone(), pending: s.pending.clone() }
     }
 
     pub fn current(&self) -> Vec<u8> {
@@ -171,19 +168,13 @@ impl Storage for CrashStorage {
     fn write_all_at(&self, data: &[u8], offset: u64) -> Result<()> {
         let mut s = self.st();
         apply(&mut s.current, offset, data);
-        s.pending.push(PendingWrite {
-            offset,
-            data: data.to_vec(),
-        });
+        s.pending.push(PendingWrite { offset, data: data.to_vec() });
         Ok(())
     }
 
     fn sync(&self) -> Result<()> {
         let mut s = self.st();
-        let point = SyncPoint {
-            durable: s.durable.clone(),
-            pending: std::mem::take(&mut s.pending),
-        };
+        let point = SyncPoint { durable: s.durable.clone(), pending: std::mem::take(&mut s.pending) };
         for w in &point.pending {
             apply(&mut s.durable, w.offset, &w.data);
         }
@@ -220,11 +211,7 @@ pub struct FaultyStorage {
 impl FaultyStorage {
     /// `fail_at` = 0 never fails.
     pub fn new(inner: MemStorage, fail_at: u64) -> FaultyStorage {
-        FaultyStorage {
-            inner,
-            countdown: AtomicU64::new(fail_at),
-            failed: AtomicU64::new(0),
-        }
+        FaultyStorage { inner, countdown: AtomicU64::new(fail_at), failed: AtomicU64::new(0) }
     }
 
     /// How many operations failed so far (0 or 1).
@@ -239,15 +226,10 @@ impl FaultyStorage {
     fn tick(&self) -> Result<()> {
         let prev = self
             .countdown
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| {
-                if c == 0 { None } else { Some(c - 1) }
-            });
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| if c == 0 { None } else { Some(c - 1) });
         if prev == Ok(1) {
             self.failed.fetch_add(1, Ordering::SeqCst);
-            return Err(Error::io(
-                "injected fault",
-                std::io::Error::other("injected i/o error"),
-            ));
+            return Err(Error::io("injected fault", std::io::Error::other("injected i/o error")));
         }
         Ok(())
     }
