@@ -273,11 +273,27 @@ impl<'t> NodeRef<'t> {
     }
 }
 
+/// One level of a cursor: a node, the position in it, and its entry (leaf)
+/// or child (branch) count, decoded once.
+struct Frame<'t> {
+    n: NodeRef<'t>,
+    i: usize,
+    len: usize,
+    leaf: bool,
+}
+
+impl<'t> Frame<'t> {
+    fn new(n: NodeRef<'t>) -> Result<Frame<'t>> {
+        let (len, leaf) = (n.len()?, n.is_leaf()?);
+        Ok(Frame { n, i: 0, len, leaf })
+    }
+}
+
 /// A position in a tree. Errors are sticky: after one, the cursor stays
 /// invalid rather than skipping past damage.
 pub struct Cursor<'t> {
     tree: Tree<'t>,
-    stack: Vec<(NodeRef<'t>, usize)>,
+    stack: Vec<Frame<'t>>,
     valid: bool,
 }
 
@@ -290,34 +306,39 @@ impl<'t> Cursor<'t> {
         self.valid
     }
 
-    fn push(&mut self, c: Child, at_end: bool) -> Result<()> {
+    fn push(&mut self, mut f: Frame<'t>) -> Result<()> {
         if self.stack.len() >= MAX_DEPTH {
             return Err(Error::corrupt("tree deeper than any valid tree; the file has a cycle or is damaged"));
         }
-        let n = self.tree.load(c)?;
-        let i = if at_end { n.len()?.saturating_sub(1) } else { 0 };
-        self.stack.push((n, i));
+        f.i = f.i.min(f.len.saturating_sub(1));
+        self.stack.push(f);
         Ok(())
+    }
+
+    fn push_child(&mut self, c: Child, at_end: bool) -> Result<()> {
+        let mut f = Frame::new(self.tree.load(c)?)?;
+        f.i = if at_end { f.len.saturating_sub(1) } else { 0 };
+        self.push(f)
     }
 
     /// From the node on top of the stack, descend to the first (or last)
     /// leaf entry, moving on past empty nodes.
     fn descend_edge(&mut self, at_end: bool) -> Result<()> {
         loop {
-            let Some((n, i)) = self.stack.last() else {
+            let Some(f) = self.stack.last() else {
                 self.valid = false;
                 return Ok(());
             };
-            if n.len()? == 0 {
+            if f.len == 0 {
                 self.stack.pop();
                 return self.step(!at_end);
             }
-            if n.is_leaf()? {
+            if f.leaf {
                 self.valid = true;
                 return Ok(());
             }
-            let c = n.child(*i)?;
-            self.push(c, at_end)?;
+            let c = f.n.child(f.i)?;
+            self.push_child(c, at_end)?;
         }
     }
 
@@ -335,7 +356,7 @@ impl<'t> Cursor<'t> {
         match self.tree.root {
             None => Ok(()),
             Some(r) => {
-                self.push(r, at_end)?;
+                self.push_child(r, at_end)?;
                 self.descend_edge(at_end)
             }
         }
@@ -350,44 +371,44 @@ impl<'t> Cursor<'t> {
             return Ok(false);
         };
         loop {
-            if self.stack.len() >= MAX_DEPTH {
-                return Err(Error::corrupt("tree deeper than any valid tree; the file has a cycle or is damaged"));
-            }
-            let n = self.tree.load(c)?;
-            let leaf = n.is_leaf()?;
-            let len = n.len()?;
-            let found = n.find(key)?;
-            if !leaf {
-                let i = found.unwrap_or(0).min(len.saturating_sub(1));
+            let mut f = Frame::new(self.tree.load(c)?)?;
+            let found = f.n.find(key)?;
+            let len = f.len;
+            if !f.leaf {
                 if len == 0 {
                     return Err(Error::corrupt("branch without children"));
                 }
-                c = n.child(i)?;
-                self.stack.push((n, i));
+                f.i = found.unwrap_or(0).min(len - 1);
+                c = f.n.child(f.i)?;
+                self.push(f)?;
                 continue;
             }
             match found {
                 Ok(i) => {
-                    self.stack.push((n, i));
+                    f.i = i;
+                    self.push(f)?;
                     self.valid = true;
                     return Ok(true);
                 }
                 Err(i) if before => {
                     if i == 0 {
-                        self.stack.push((n, 0));
+                        self.push(f)?;
                         self.step(false)?;
                     } else {
-                        self.stack.push((n, i - 1));
+                        f.i = i - 1;
+                        self.push(f)?;
                         self.valid = true;
                     }
                     return Ok(false);
                 }
                 Err(i) => {
                     if i >= len {
-                        self.stack.push((n, len.saturating_sub(1)));
+                        f.i = len.saturating_sub(1);
+                        self.push(f)?;
                         self.step(true)?;
                     } else {
-                        self.stack.push((n, i));
+                        f.i = i;
+                        self.push(f)?;
                         self.valid = true;
                     }
                     return Ok(false);
@@ -401,14 +422,17 @@ impl<'t> Cursor<'t> {
         self.valid = false;
         // Climb while the current node has no further entry this way.
         loop {
-            let Some((n, i)) = self.stack.last_mut() else {
+            let Some(f) = self.stack.last_mut() else {
                 return Ok(());
             };
-            let len = n.len()?;
-            let next = if fwd { i.checked_add(1).filter(|x| *x < len) } else { i.checked_sub(1).filter(|x| *x < len) };
+            let next = if fwd { f.i.checked_add(1).filter(|x| *x < f.len) } else { f.i.checked_sub(1) };
             match next {
                 Some(x) => {
-                    *i = x;
+                    f.i = x;
+                    if f.leaf {
+                        self.valid = true;
+                        return Ok(());
+                    }
                     break;
                 }
                 None => {
@@ -424,10 +448,10 @@ impl<'t> Cursor<'t> {
         if !self.valid {
             return Ok(None);
         }
-        let Some((n, i)) = self.stack.last() else {
+        let Some(f) = self.stack.last() else {
             return Ok(None);
         };
-        let (k, v) = n.entry(*i)?;
+        let (k, v) = f.n.entry(f.i)?;
         let v = ValueRef {
             v: match v {
                 CellValue::Inline(b) => Held::Borrowed(b),

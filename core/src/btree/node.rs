@@ -3,7 +3,7 @@
 
 use super::page::{
     BRANCH_CELL_HDR, BRANCH_FIRST, CellValue, KIND_BRANCH, KIND_LEAF, LARGE_REF_LEN, LEAF_CELL_HDR, LargeRef, NodeView,
-    PAGE_HDR, SLOT, VALUE_INLINE, VALUE_LARGE, seal, write_header,
+    PAGE_HDR, SLOT, VALUE_INLINE, VALUE_LARGE, key_prefix, seal, write_header,
 };
 use crate::error::Result;
 use crate::format::bytes::{put_u16, put_u64};
@@ -80,20 +80,8 @@ impl ByteArena {
 
     /// A key handle: the bytes plus their order-preserving prefix.
     pub fn key(&mut self, k: &[u8]) -> Key {
-        Key { pfx: prefix(k), at: self.add(k) }
+        Key { pfx: key_prefix(k), at: self.add(k) }
     }
-}
-
-/// The first eight bytes of a key as a number that orders like the key
-/// (zero-padded), so that searches compare keys in one contiguous array and
-/// touch the key bytes only on a tie.
-#[inline]
-fn prefix(k: &[u8]) -> u64 {
-    let mut p = 0u64;
-    for i in 0..8 {
-        p = (p << 8) | k.get(i).copied().unwrap_or(0) as u64;
-    }
-    p
 }
 
 /// A key of a changed node.
@@ -111,7 +99,7 @@ impl Key {
 
 /// Like `binary_search` over `keys` for `key`.
 pub fn search(keys: &[Key], key: &[u8], a: &ByteArena) -> std::result::Result<usize, usize> {
-    let p = prefix(key);
+    let p = key_prefix(key);
     let (mut lo, mut hi) = (0usize, keys.len());
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
