@@ -1,0 +1,303 @@
+//! I/O error injection (reliability plan, R6).
+//!
+//! A small workload (create, commits with large values, deletes, an abort)
+//! runs once over a counting backend to learn its number K of writes and
+//! syncs, then once for every N in 1..=K over a `FaultyStorage` that fails
+//! the N-th of them. Each time: the failure surfaces as an `Io` error, the
+//! handle refuses every later write transaction (`Closed`), and the bytes
+//! left behind reopen to the last committed state or the one in flight,
+//! pass `check`, and let the workload run to the same final state.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bale::io::sim::{FaultyStorage, SimRng};
+use bale::io::{MemStorage, Storage};
+use bale::{ErrorKind, Options, ReadOps, Store};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+#[derive(Clone, Debug)]
+enum Op {
+    Put(Vec<u8>, Vec<u8>),
+    Stream(Vec<u8>, Vec<u8>),
+    Delete(Vec<u8>),
+}
+
+#[derive(Clone, Debug)]
+struct Txn {
+    ops: Vec<Op>,
+    abort: bool,
+}
+
+fn bytes(rng: &mut SimRng, len: usize) -> Vec<u8> {
+    (0..len).map(|_| rng.next_u64() as u8).collect()
+}
+
+/// A few commits: many small keys, a 300 KB value, a streamed value,
+/// overwrites and deletes of large values, and an aborted transaction.
+fn workload(seed: u64) -> Vec<Txn> {
+    let mut rng = SimRng::new(seed);
+    let mut txns = Vec::new();
+    let small = |rng: &mut SimRng, n: u64| -> Vec<Op> {
+        (0..n)
+            .map(|_| {
+                let len = rng.below(200) as usize;
+                Op::Put(format!("k{:03}", rng.below(150)).into_bytes(), bytes(rng, len))
+            })
+            .collect()
+    };
+    let mut t0 = small(&mut rng, 120);
+    t0.push(Op::Put(b"big".to_vec(), bytes(&mut rng, 300 * 1024)));
+    txns.push(Txn { ops: t0, abort: false });
+    let mut t1 = small(&mut rng, 20);
+    t1.push(Op::Stream(b"stream".to_vec(), bytes(&mut rng, 150 * 1024)));
+    t1.push(Op::Put(b"medium".to_vec(), bytes(&mut rng, 5000)));
+    txns.push(Txn { ops: t1, abort: false });
+    let mut t2 = small(&mut rng, 10);
+    t2.push(Op::Put(b"big".to_vec(), bytes(&mut rng, 200 * 1024)));
+    txns.push(Txn { ops: t2, abort: true });
+    let mut t3: Vec<Op> = (0..40).map(|i| Op::Delete(format!("k{:03}", i * 3).into_bytes())).collect();
+    t3.push(Op::Delete(b"stream".to_vec()));
+    t3.push(Op::Put(b"big".to_vec(), bytes(&mut rng, 90 * 1024)));
+    txns.push(Txn { ops: t3, abort: false });
+    let mut t4 = small(&mut rng, 30);
+    t4.push(Op::Delete(b"big".to_vec()));
+    t4.push(Op::Put(b"medium".to_vec(), b"now small".to_vec()));
+    txns.push(Txn { ops: t4, abort: false });
+    txns
+}
+
+fn apply(model: &mut Model, t: &Txn) {
+    for op in &t.ops {
+        match op {
+            Op::Put(k, v) | Op::Stream(k, v) => {
+                model.insert(k.clone(), v.clone());
+            }
+            Op::Delete(k) => {
+                model.remove(k);
+            }
+        }
+    }
+}
+
+/// The committed states: `states[i]` is the content after `i` transactions.
+fn states(txns: &[Txn]) -> Vec<Model> {
+    let mut out = vec![Model::new()];
+    for t in txns {
+        let mut m = out.last().cloned().unwrap_or_default();
+        if !t.abort {
+            apply(&mut m, t);
+        }
+        out.push(m);
+    }
+    out
+}
+
+/// Where the workload stopped.
+enum Stop {
+    Completed,
+    /// Failed while creating the store.
+    Create(bale::Error),
+    /// Failed inside transaction `txn` (in an operation or its commit).
+    Txn {
+        txn: usize,
+        in_commit: bool,
+        err: bale::Error,
+        store: Store,
+    },
+}
+
+fn run_txn(store: &Store, t: &Txn) -> Result<(), (bool, bale::Error)> {
+    let mut w = store.write().map_err(|e| (false, e))?;
+    for op in &t.ops {
+        let r = match op {
+            Op::Put(k, v) => w.put(k, v),
+            Op::Stream(k, v) => w.put_stream(k, &mut v.as_slice()).map(|_| ()),
+            Op::Delete(k) => w.delete(k).map(|_| ()),
+        };
+        r.map_err(|e| (false, e))?;
+    }
+    if t.abort {
+        w.abort();
+        Ok(())
+    } else {
+        w.commit().map_err(|e| (true, e))
+    }
+}
+
+fn run(storage: Arc<dyn Storage>, txns: &[Txn], page_size: u32) -> Stop {
+    let store = match Store::open_storage(storage, Options { page_size, ..Options::create() }) {
+        Ok(s) => s,
+        Err(e) => return Stop::Create(e),
+    };
+    for (i, t) in txns.iter().enumerate() {
+        if let Err((in_commit, err)) = run_txn(&store, t) {
+            return Stop::Txn { txn: i, in_commit, err, store };
+        }
+    }
+    Stop::Completed
+}
+
+fn content(store: &Store) -> Model {
+    let r = store.read().expect("read txn");
+    let m: Model = r.iter().map(|e| e.expect("iterate")).collect();
+    assert_eq!(m.len() as u64, r.len(), "entry count");
+    m
+}
+
+/// Counts writes and syncs (what `FaultyStorage` counts).
+struct Counting {
+    inner: MemStorage,
+    ops: AtomicU64,
+}
+
+impl Storage for Counting {
+    fn len(&self) -> bale::Result<u64> {
+        self.inner.len()
+    }
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> bale::Result<()> {
+        self.inner.read_exact_at(buf, offset)
+    }
+    fn write_all_at(&self, data: &[u8], offset: u64) -> bale::Result<()> {
+        self.ops.fetch_add(1, Ordering::SeqCst);
+        self.inner.write_all_at(data, offset)
+    }
+    fn sync(&self) -> bale::Result<()> {
+        self.ops.fetch_add(1, Ordering::SeqCst);
+        self.inner.sync()
+    }
+    fn lock_writer(&self, wait: bool) -> bale::Result<()> {
+        self.inner.lock_writer(wait)
+    }
+    fn unlock_writer(&self) {
+        self.inner.unlock_writer()
+    }
+    fn pin(&self, txn: u64) -> bale::Result<()> {
+        self.inner.pin(txn)
+    }
+    fn unpin(&self, txn: u64) {
+        self.inner.unpin(txn)
+    }
+    fn oldest_pin(&self, below: u64) -> bale::Result<Option<u64>> {
+        self.inner.oldest_pin(below)
+    }
+}
+
+/// Reopens bytes left by a failed run and checks them against the states
+/// allowed when transaction `txn` was in flight (`None`: during create).
+/// Returns how many transactions the bytes hold.
+fn recover(bytes: Vec<u8>, txn: Option<usize>, states: &[Model], what: &str) -> (Store, usize) {
+    let store = Store::open_storage(Arc::new(MemStorage::from_bytes(bytes)), Options::create())
+        .unwrap_or_else(|e| panic!("{what}: reopen failed: {e}"));
+    let got = content(&store);
+    let done = match txn {
+        None => {
+            assert!(got.is_empty(), "{what}: a store that failed to be created holds keys");
+            0
+        }
+        Some(i) if got == states[i] => i,
+        Some(i) if got == states[i + 1] => i + 1,
+        Some(i) => panic!(
+            "{what}: reopened content ({} keys) is neither state {i} ({} keys) nor state {} ({} keys)",
+            got.len(),
+            states[i].len(),
+            i + 1,
+            states[i + 1].len()
+        ),
+    };
+    let rep = bale::btree::check(&store).unwrap_or_else(|e| panic!("{what}: check failed: {e}"));
+    assert!(rep.is_ok(), "{what}: check found {:?}", rep.problems);
+    (store, done)
+}
+
+#[derive(Default)]
+struct Tally {
+    points: u64,
+    create: u64,
+    in_ops: u64,
+    in_commit: u64,
+    showed_new: u64,
+}
+
+fn sweep(seed: u64, page_size: u32, tally: &mut Tally) -> u64 {
+    let txns = workload(seed);
+    let states = states(&txns);
+    let last = states.last().cloned().unwrap_or_default();
+
+    let counting = Arc::new(Counting { inner: MemStorage::new(), ops: AtomicU64::new(0) });
+    assert!(matches!(run(counting.clone(), &txns, page_size), Stop::Completed));
+    let k = counting.ops.load(Ordering::SeqCst);
+    assert!(k > 10, "the workload did only {k} writes and syncs");
+    {
+        let s = Store::open_storage(Arc::new(MemStorage::from_bytes(counting.inner.to_bytes())), Options::default())
+            .expect("reopen clean run");
+        assert!(content(&s) == last, "clean run: wrong final content");
+    }
+
+    for n in 1..=k + 1 {
+        let faulty = Arc::new(FaultyStorage::new(MemStorage::new(), n));
+        let stop = run(faulty.clone(), &txns, page_size);
+        let what = format!("page size {page_size}, fail at {n} of {k}");
+        if n > k {
+            assert!(matches!(stop, Stop::Completed), "{what}: the workload did not complete");
+            assert_eq!(faulty.failures(), 0, "{what}");
+            continue;
+        }
+        tally.points += 1;
+        assert_eq!(faulty.failures(), 1, "{what}: the injected fault was not hit");
+        let (store, done) = match stop {
+            Stop::Completed => panic!("{what}: the workload completed although an operation failed"),
+            Stop::Create(err) => {
+                tally.create += 1;
+                assert_eq!(err.kind(), ErrorKind::Io, "{what}: {err}");
+                recover(faulty.inner().to_bytes(), None, &states, &what)
+            }
+            Stop::Txn { txn, in_commit, err, store } => {
+                if in_commit {
+                    tally.in_commit += 1;
+                } else {
+                    tally.in_ops += 1;
+                }
+                assert_eq!(err.kind(), ErrorKind::Io, "{what}: txn {txn}: {err}");
+                // Poisoned: no further write transaction on this handle.
+                for _ in 0..2 {
+                    match store.write() {
+                        Ok(_) => panic!("{what}: write() succeeded after a failed operation"),
+                        Err(e) => assert_eq!(e.kind(), ErrorKind::Closed, "{what}: {e}"),
+                    }
+                }
+                drop(store);
+                let (s, done) = recover(faulty.inner().to_bytes(), Some(txn), &states, &what);
+                if done > txn {
+                    tally.showed_new += 1;
+                }
+                (s, done)
+            }
+        };
+        // The recovered store finishes the workload to the same end state.
+        for t in &txns[done..] {
+            if let Err((_, e)) = run_txn(&store, t) {
+                panic!("{what}: resuming the workload failed: {e}");
+            }
+        }
+        assert!(content(&store) == last, "{what}: resumed workload ends in the wrong state");
+        let rep = bale::btree::check(&store).expect("check");
+        assert!(rep.is_ok(), "{what}: after resuming: {:?}", rep.problems);
+    }
+    k
+}
+
+#[test]
+fn every_write_and_sync_failure_poisons_and_recovers() {
+    let mut tally = Tally::default();
+    let k4 = sweep(7, 4096, &mut tally);
+    let k64 = sweep(8, 65536, &mut tally);
+    println!(
+        "R6 faults: {} injection points (K = {k4} at 4 KiB pages, {k64} at 64 KiB pages): {} in create, {} in operations, {} in commit; {} reopened to the commit in flight",
+        tally.points, tally.create, tally.in_ops, tally.in_commit, tally.showed_new
+    );
+    assert_eq!(tally.points, k4 + k64);
+    assert!(tally.create > 0 && tally.in_ops > 0 && tally.in_commit > 0);
+}
