@@ -16,8 +16,7 @@ fn reopen_isolation_lock_and_compact() {
     let s = Store::open(&p, Options::create()).unwrap();
     let mut w = s.write().unwrap();
     for i in 0..5000u32 {
-        w.put(format!("key{i:06}").as_bytes(), &vec![i as u8; 300])
-            .unwrap();
+        w.put(format!("key{i:06}").as_bytes(), &vec![i as u8; 300]).unwrap();
     }
     w.put(b"big", &vec![7u8; 1_000_000]).unwrap();
     w.commit().unwrap();
@@ -25,10 +24,7 @@ fn reopen_isolation_lock_and_compact() {
     // A snapshot taken now must not see later commits.
     let snap = s.read().unwrap();
     s.put(b"key000001", b"changed").unwrap();
-    assert_eq!(
-        snap.get(b"key000001").unwrap().unwrap().to_vec().unwrap(),
-        vec![1u8; 300]
-    );
+    assert_eq!(snap.get(b"key000001").unwrap().unwrap().to_vec().unwrap(), vec![1u8; 300]);
     assert_eq!(s.get(b"key000001").unwrap().unwrap(), b"changed");
 
     // A second handle in the same process is refused the writer lock.
@@ -55,10 +51,7 @@ fn reopen_isolation_lock_and_compact() {
     let rep = s.compact().unwrap();
     let after = std::fs::metadata(&p).unwrap().len();
     assert_eq!(rep.bytes_after, after);
-    assert!(
-        after * 4 < before,
-        "compaction left {after} of {before} bytes"
-    );
+    assert!(after * 4 < before, "compaction left {after} of {before} bytes");
     assert_eq!(s.len().unwrap(), 501);
     assert!(bale::btree::check(&s).unwrap().is_ok());
     // The other handle still holds the replaced file: its writes conflict.
@@ -77,29 +70,40 @@ fn freed_pages_are_reused_when_no_reader_holds_them() {
     for round in 0..50u32 {
         let mut w = s.write().unwrap();
         for i in 0..200u32 {
-            w.put(format!("k{i:04}").as_bytes(), &[round as u8; 200])
-                .unwrap();
+            w.put(format!("k{i:04}").as_bytes(), &[round as u8; 200]).unwrap();
         }
         w.commit().unwrap();
     }
     let pages = bale::btree::stat(&s).unwrap().file_pages;
-    assert!(
-        pages < 100,
-        "file grew to {pages} pages although every round rewrote the same keys"
-    );
+    assert!(pages < 100, "file grew to {pages} pages although every round rewrote the same keys");
     assert!(bale::btree::check(&s).unwrap().is_ok());
 }
 
 #[test]
 fn errors_for_missing_and_foreign_files() {
     let p = tmp("errors");
-    assert_eq!(
-        Store::open(&p, Options::default()).err().unwrap().kind(),
-        ErrorKind::NotFound
-    );
+    assert_eq!(Store::open(&p, Options::default()).err().unwrap().kind(), ErrorKind::NotFound);
     std::fs::write(&p, b"hello, this is not a store").unwrap();
-    assert_eq!(
-        Store::open(&p, Options::default()).err().unwrap().kind(),
-        ErrorKind::NotABaleFile
-    );
+    assert_eq!(Store::open(&p, Options::default()).err().unwrap().kind(), ErrorKind::NotABaleFile);
+}
+
+#[test]
+fn non_durable_commits_are_visible_and_survive_a_clean_close() {
+    let p = tmp("nondurable");
+    let opts = Options { durable: false, ..Options::create() };
+    let s = Store::open(&p, opts.clone()).unwrap();
+    for round in 0..30u32 {
+        let mut w = s.write().unwrap();
+        for i in 0..100u32 {
+            w.put(format!("k{i:03}").as_bytes(), format!("r{round}").as_bytes()).unwrap();
+        }
+        w.commit().unwrap();
+        assert_eq!(s.get(b"k007").unwrap().unwrap(), format!("r{round}").as_bytes());
+    }
+    // Pages freed by the last, not yet durable, commit wait for the next sync.
+    assert!(bale::btree::check(&s).unwrap().is_ok());
+    drop(s);
+    let s = Store::open(&p, Options::default()).unwrap();
+    assert_eq!(s.get(b"k099").unwrap().unwrap(), b"r29");
+    assert!(bale::btree::check(&s).unwrap().is_ok());
 }

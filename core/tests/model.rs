@@ -27,9 +27,7 @@ fn key(k: u16) -> Vec<u8> {
 }
 
 fn value(k: u16, len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u32).wrapping_mul(31).wrapping_add(k as u32) as u8 ^ ((i / 97) as u8))
-        .collect()
+    (0..len).map(|i| (i as u32).wrapping_mul(31).wrapping_add(k as u32) as u8 ^ ((i / 97) as u8)).collect()
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -55,10 +53,7 @@ fn check_all(store: &Store, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
     let want: Vec<(Vec<u8>, Vec<u8>)> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     assert_eq!(got.len(), want.len());
     assert!(got == want, "store content differs from model");
-    let back: Vec<Vec<u8>> = r
-        .range(Bound::Unbounded, Bound::Unbounded, true)
-        .map(|e| e.unwrap().0)
-        .collect();
+    let back: Vec<Vec<u8>> = r.range(Bound::Unbounded, Bound::Unbounded, true).map(|e| e.unwrap().0).collect();
     let mut wk: Vec<Vec<u8>> = model.keys().cloned().collect();
     wk.reverse();
     assert_eq!(back, wk);
@@ -66,10 +61,7 @@ fn check_all(store: &Store, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
 
 fn run(ops: Vec<Op>, page_size: u32) {
     let mem = MemStorage::new();
-    let opts = Options {
-        page_size,
-        ..Options::create()
-    };
+    let opts = Options { page_size, ..Options::create() };
     let mut store = Store::open_storage(Arc::new(mem.clone()), opts.clone()).unwrap();
     let mut committed: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     let mut pending = committed.clone();
@@ -87,10 +79,8 @@ fn run(ops: Vec<Op>, page_size: u32) {
             }
             Op::Range(a, b, rev) => {
                 let (a, b) = (key(a).min(key(b)), key(a).max(key(b)));
-                let got: Vec<Vec<u8>> = w
-                    .range(Bound::Included(&a), Bound::Excluded(&b), rev)
-                    .map(|e| e.unwrap().0)
-                    .collect();
+                let got: Vec<Vec<u8>> =
+                    w.range(Bound::Included(&a), Bound::Excluded(&b), rev).map(|e| e.unwrap().0).collect();
                 let mut want: Vec<Vec<u8>> = pending
                     .range::<Vec<u8>, _>((Bound::Included(&a), Bound::Excluded(&b)))
                     .map(|(k, _)| k.clone())

@@ -29,6 +29,9 @@ pub struct Meta {
     pub free_head: u64,
     /// Pages in the free-list chain.
     pub free_pages: u64,
+    /// Every commit up to this id is durable (its meta was synced), so the
+    /// pages it freed may be reused. Equal to `txn` for a durable commit.
+    pub durable_upto: u64,
 }
 
 impl Meta {
@@ -42,6 +45,7 @@ impl Meta {
         put_u64(&mut p, PAGE_HDR + 24, self.free_head);
         put_u64(&mut p, PAGE_HDR + 32, self.free_pages);
         p[PAGE_HDR + 40] = self.depth;
+        put_u64(&mut p, PAGE_HDR + 48, self.durable_upto);
         seal(&mut p, meta_page(self.txn));
         p
     }
@@ -59,6 +63,7 @@ impl Meta {
             free_head: f(PAGE_HDR + 24)?,
             free_pages: f(PAGE_HDR + 32)?,
             depth: p.get(PAGE_HDR + 40).copied().unwrap_or(0),
+            durable_upto: f(PAGE_HDR + 48)?,
         };
         let bad = |what: &str| Err(Error::corrupt_page(page_no, format!("meta: {what}")));
         if meta_page(m.txn) != page_no {
@@ -73,6 +78,9 @@ impl Meta {
         }
         if m.depth as usize > super::page::MAX_DEPTH || (m.root == 0 && m.entries != 0) {
             return bad("impossible depth or entry count");
+        }
+        if m.durable_upto > m.txn {
+            return bad("durable id past the commit id");
         }
         if (m.free_head == 0) != (m.free_pages == 0) || (m.free_head != 0 && !in_file(m.free_head)) {
             return bad("free list out of range");

@@ -33,11 +33,24 @@ pub struct Options {
     /// A write transaction waits for another writer instead of failing
     /// with `LOCKED`.
     pub wait_for_writer: bool,
+    /// `true`: `commit()` returns after the data and the meta page are
+    /// synced. `false` ("non-durable"): one sync per commit, for the data;
+    /// the meta page reaches the disk with the next commit's sync or when
+    /// the store is closed, so a crash can lose the last commit, never
+    /// corrupt the file (FORMAT.md, "Commit").
+    pub durable: bool,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { create: false, readonly: false, page_size: DEFAULT_PAGE_SIZE, mmap: true, wait_for_writer: false }
+        Options {
+            create: false,
+            readonly: false,
+            page_size: DEFAULT_PAGE_SIZE,
+            mmap: true,
+            wait_for_writer: false,
+            durable: true,
+        }
     }
 }
 
@@ -86,6 +99,17 @@ pub(crate) struct FreeCache {
     pub txn: u64,
     pub state: FreeState,
     pub chain: Vec<u64>,
+}
+
+/// Closing a store that committed without full syncs makes those commits
+/// durable.
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if !self.opts.durable && !self.opts.readonly {
+            let be = self.backend.read().unwrap_or_else(|e| e.into_inner()).clone();
+            let _ = be.storage.sync();
+        }
+    }
 }
 
 pub(crate) struct Shared {
@@ -300,7 +324,13 @@ impl Store {
             Some(fc) => (fc.state, fc.chain),
             None => load_free(&snap)?,
         };
-        state.release(be.storage.oldest_pin(meta.txn + 1)?);
+        // Pages freed by a commit whose meta may not be durable yet must stay
+        // untouched: a crash would fall back to the commit before it.
+        let limit = match be.storage.oldest_pin(meta.txn + 1)? {
+            Some(o) => o.min(meta.durable_upto),
+            None => meta.durable_upto,
+        };
+        state.release(Some(limit));
         Ok(WriteTxn::new(self.shared.clone(), be.clone(), snap, state, chain))
     }
 
@@ -333,6 +363,11 @@ impl Store {
 
     pub fn is_empty(&self) -> Result<bool> {
         Ok(self.len()? == 0)
+    }
+
+    /// Makes every commit so far durable (needed only with `durable: false`).
+    pub fn sync(&self) -> Result<()> {
+        self.backend().storage.sync()
     }
 
     /// Replaces the storage after a compaction.

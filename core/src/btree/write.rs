@@ -612,10 +612,14 @@ impl WriteTxn {
             page_count: self.page_count,
             free_head: chain.first().copied().unwrap_or(0),
             free_pages: chain.len() as u64,
+            // The sync above also made the previous meta durable.
+            durable_upto: if self.shared.opts.durable { txn } else { txn - 1 },
         };
         let mp = meta.encode(ps);
         self.backend.storage.write_all_at(&mp, meta_page(txn) * ps as u64)?;
-        self.backend.storage.sync()?;
+        if self.shared.opts.durable {
+            self.backend.storage.sync()?;
+        }
         *self.shared.free_cache.lock().unwrap_or_else(|e| e.into_inner()) =
             Some(FreeCache { txn, state: std::mem::take(&mut self.free), chain });
         Ok(())
