@@ -165,7 +165,8 @@ pub struct LsArgs {
     /// Print at most N keys.
     #[arg(long, value_name = "N")]
     limit: Option<u64>,
-    /// Print values too (KEY<TAB>VALUE).
+    /// Print values too (KEY<TAB>VALUE). Each value is read whole: for
+    /// multi-gigabyte values use `kv get`, which streams.
     #[arg(long)]
     values: bool,
     /// Print each value's size before the key, with `L` for values stored

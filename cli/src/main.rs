@@ -157,8 +157,18 @@ fn main() -> ExitCode {
         Err(e) => {
             let _ = e.print();
             // clap's code is 0 for --help and --version, 2 for usage errors.
-            let code = e.exit_code();
-            return ExitCode::from(if code == 0 { exit::OK } else { exit::USAGE });
+            if e.exit_code() == 0 {
+                return ExitCode::from(exit::OK);
+            }
+            if std::env::args_os().any(|a| a == "--json") {
+                let rendered = e.to_string();
+                let first = rendered.lines().next().unwrap_or("");
+                let message = first.strip_prefix("error: ").unwrap_or(first);
+                let _ = print_json(&serde_json::json!({
+                    "error": { "code": "USAGE", "message": message, "exit": exit::USAGE }
+                }));
+            }
+            return ExitCode::from(exit::USAGE);
         }
     };
     let json = cli.json;

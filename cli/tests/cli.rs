@@ -329,6 +329,10 @@ fn usage_errors_exit_2() {
     assert_eq!(code(&run(&["kv", "ls", &s, "--limit", "many"])), 2);
     assert_eq!(code(&run(&["kv", "put", &s, "k", "v", "--create", "--page-size", "5000"])), 2);
     assert!(!t.path("store.bale").exists(), "a usage error creates nothing");
+    let o = run(&["--json", "kv", "ls"]);
+    assert_eq!(code(&o), 2);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["error"]["code"], "USAGE");
     assert_eq!(code(&run(&["--help"])), 0);
     let help = String::from_utf8(run(&["--help"]).stdout).unwrap();
     assert!(help.contains("Exit codes:"), "{help}");
