@@ -107,3 +107,37 @@ fn non_durable_commits_are_visible_and_survive_a_clean_close() {
     assert_eq!(s.get(b"k099").unwrap().unwrap(), b"r29");
     assert!(bale::btree::check(&s).unwrap().is_ok());
 }
+
+/// Yields `.0` bytes, then fails.
+struct FailingReader(usize);
+
+impl std::io::Read for FailingReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.0 == 0 {
+            return Err(std::io::Error::other("input broke"));
+        }
+        let n = buf.len().min(self.0);
+        buf[..n].fill(7);
+        self.0 -= n;
+        Ok(n)
+    }
+}
+
+#[test]
+fn a_failing_input_stream_fails_the_put_but_not_the_store() {
+    let p = tmp("failing-input");
+    let s = Store::open(&p, Options::create()).unwrap();
+    let mut w = s.write().unwrap();
+    w.put(b"a", b"1").unwrap();
+    assert!(w.put_stream(b"k", &mut FailingReader(100_000)).is_err());
+    assert!(w.put_stream(b"k2", &mut FailingReader(10)).is_err());
+    assert!(w.get(b"k").unwrap().is_none());
+    w.commit().unwrap();
+    let mut w = s.write().unwrap();
+    w.put(b"b", &[1u8; 70_000]).unwrap();
+    w.commit().unwrap();
+    let report = bale::btree::check(&s).unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+    assert_eq!(report.large_values, 1);
+    assert_eq!(s.len().unwrap(), 2);
+}

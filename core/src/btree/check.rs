@@ -70,6 +70,7 @@ pub fn check_txn(txn: &ReadTxn) -> Result<CheckReport> {
     }
     let log2 = txn.block_log2();
     let mut buf = Vec::new();
+    let large_values = c.large.len() as u64;
     for (leaf, r) in std::mem::take(&mut c.large) {
         let mut runs = Vec::new();
         let walked = for_each_run(snap, &r, log2, &mut |s, n, _| {
@@ -131,5 +132,5 @@ pub fn check_txn(txn: &ReadTxn) -> Result<CheckReport> {
             );
         }
     }
-    Ok(CheckReport { txn: m.txn, pages: m.page_count, entries, large_values: 0, free_pages, problems: c.problems })
+    Ok(CheckReport { txn: m.txn, pages: m.page_count, entries, large_values, free_pages, problems: c.problems })
 }

@@ -41,6 +41,8 @@ pub fn index_capacity(page_size: usize, depth: u8) -> u64 {
 /// What a large-value writer needs from its transaction.
 pub trait PageSink {
     fn alloc(&mut self, pages: u64) -> Result<u64>;
+    /// Returns pages from `alloc` that ended up unused.
+    fn release(&mut self, start: u64, pages: u64);
     fn write(&mut self, page: u64, data: &[u8]) -> Result<()>;
     fn txn_id(&self) -> u64;
     fn page_size(&self) -> usize;
@@ -102,9 +104,49 @@ fn fill(r: &mut dyn Read, buf: &mut [u8]) -> Result<usize> {
     Ok(n)
 }
 
+/// Records what a failed write allocated, to give it back.
+struct Tracked<'a> {
+    sink: &'a mut dyn PageSink,
+    got: super::freelist::Extents,
+}
+
+impl PageSink for Tracked<'_> {
+    fn alloc(&mut self, pages: u64) -> Result<u64> {
+        let p = self.sink.alloc(pages)?;
+        self.got.insert(p, pages);
+        Ok(p)
+    }
+    fn release(&mut self, start: u64, pages: u64) {
+        self.sink.release(start, pages)
+    }
+    fn write(&mut self, page: u64, data: &[u8]) -> Result<()> {
+        self.sink.write(page, data)
+    }
+    fn txn_id(&self) -> u64 {
+        self.sink.txn_id()
+    }
+    fn page_size(&self) -> usize {
+        self.sink.page_size()
+    }
+}
+
 /// Writes the whole of `prefix` followed by everything `rest` yields as a
-/// large value; returns its reference. Memory use is a few blocks.
+/// large value; returns its reference. Memory use is a few blocks (and a
+/// list of allocated runs, one run when pages come from the file's end).
+/// On failure every page it took is given back.
 pub fn write_large(sink: &mut dyn PageSink, block_log2: u8, prefix: &[u8], rest: &mut dyn Read) -> Result<LargeRef> {
+    let mut t = Tracked { sink, got: super::freelist::Extents::default() };
+    let r = write_blocks(&mut t, block_log2, prefix, rest);
+    if r.is_err() {
+        let runs: Vec<(u64, u64)> = t.got.runs().collect();
+        for (s, n) in runs {
+            t.sink.release(s, n);
+        }
+    }
+    r
+}
+
+fn write_blocks(sink: &mut dyn PageSink, block_log2: u8, prefix: &[u8], rest: &mut dyn Read) -> Result<LargeRef> {
     let ps = sink.page_size();
     let block = 1usize << block_log2;
     let mut raw = vec![0u8; block];

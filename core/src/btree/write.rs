@@ -110,8 +110,7 @@ impl WriteTxn {
             Val::Inline(self.bytes.add(value))
         } else {
             let log2 = self.shared.block_log2;
-            let r = write_large(self, log2, value, &mut std::io::empty());
-            Val::Large(self.poison(r)?)
+            Val::Large(write_large(self, log2, value, &mut std::io::empty())?)
         };
         self.insert(key, val)
     }
@@ -132,8 +131,9 @@ impl WriteTxn {
             return Ok(n);
         }
         let log2 = self.shared.block_log2;
-        let r = write_large(self, log2, &head, reader);
-        let r = self.poison(r)?;
+        // A failing reader is the caller's error and leaves the transaction
+        // usable; only a failed storage write poisons the handle.
+        let r = write_large(self, log2, &head, reader)?;
         self.insert(key, Val::Large(r))?;
         Ok(r.len)
     }
@@ -718,8 +718,13 @@ impl PageSink for WriteTxn {
         Ok(self.alloc_pages(pages))
     }
 
+    fn release(&mut self, start: u64, pages: u64) {
+        self.free_pages(start, pages);
+    }
+
     fn write(&mut self, page: u64, data: &[u8]) -> Result<()> {
-        self.backend.storage.write_all_at(data, page * self.shared.geo.page_size as u64)
+        let r = self.backend.storage.write_all_at(data, page * self.shared.geo.page_size as u64);
+        self.poison(r)
     }
 
     fn txn_id(&self) -> u64 {
