@@ -141,3 +141,49 @@ fn a_failing_input_stream_fails_the_put_but_not_the_store() {
     assert_eq!(report.large_values, 1);
     assert_eq!(s.len().unwrap(), 2);
 }
+
+#[test]
+fn handles_and_transactions_cross_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<Store>();
+    send_sync::<bale::ReadTxn>();
+    send::<bale::WriteTxn>();
+
+    let p = tmp("threads");
+    let s = Store::open(&p, Options::create()).unwrap();
+    s.put(b"counter", &0u64.to_le_bytes()).unwrap();
+    let writer = {
+        let s = s.clone();
+        std::thread::spawn(move || {
+            for i in 1..=200u64 {
+                let mut w = s.write().unwrap();
+                w.put(b"counter", &i.to_le_bytes()).unwrap();
+                w.put(&i.to_le_bytes(), &[i as u8; 100]).unwrap();
+                w.commit().unwrap();
+            }
+        })
+    };
+    let readers: Vec<_> = (0..3)
+        .map(|_| {
+            let s = s.clone();
+            std::thread::spawn(move || {
+                let mut last = 0;
+                for _ in 0..300 {
+                    let r = s.read().unwrap();
+                    let c =
+                        u64::from_le_bytes(r.get(b"counter").unwrap().unwrap().to_vec().unwrap().try_into().unwrap());
+                    assert!(c >= last, "snapshots went back in time");
+                    // Every commit up to the counter is fully visible.
+                    assert_eq!(r.len(), c + 1);
+                    last = c;
+                }
+            })
+        })
+        .collect();
+    writer.join().unwrap();
+    for r in readers {
+        r.join().unwrap();
+    }
+    assert!(bale::btree::check(&s).unwrap().is_ok());
+}
