@@ -68,10 +68,10 @@ def main():
             p(f"**CHECKSUM MISMATCH** across runs: {sorted(sums)} — some engine read wrong data.")
         p("")
         p("Seconds, **min** / median of the runs (lower is better); file size after W1 "
-          "(apparent MB; allocated in brackets when different); peak RSS of the whole run "
-          "(input data, ~120 MB, included).")
+          "(apparent MB; allocated in brackets when different); peak RSS (VmHWM) at the end of W1 "
+          "and of the whole run, input data (~120 MB) and file pages the engine mapped included.")
         p("")
-        p("| engine | W1 load s | W2 gets s | W3 scan s | µs/get (min) | file MB | peak RSS MB |")
+        p("| engine | W1 load s | W2 gets s | W3 scan s | µs/get (min) | file MB | peak RSS MB W1 / all |")
         p("| --- | --- | --- | --- | --- | --- | --- |")
         order = ["bale"] + [e for e, _ in PEERS]
         order += [e for e in kv if e not in order]
@@ -86,12 +86,14 @@ def main():
             fa = statistics.median([r["file_alloc_bytes"] for r in rs]) / 1e6
             size = f"{fb:.1f}" + (f" ({fa:.1f})" if abs(fa - fb) > 0.05 * fb else "")
             rss = max(r.get("peak_rss_kb", 0) for r in rs) / 1024
+            w1rss = [r["w1_peak_rss_kb"] / 1024 for r in rs if "w1_peak_rss_kb" in r]
+            rss = (f"{max(w1rss):.0f} / " if w1rss else "– / ") + f"{rss:.0f}"
             name = NAMES.get(e, e)
             if e == "bale":
                 name = "**bale**"
             cells = [f"{fmt_s(a)} / {fmt_s(b)}" for a, b in st.values()]
             usget = st["w2_s"][0] / rs[0]["n"] * 1e6
-            p(f"| {name} | " + " | ".join(cells) + f" | {usget:.2f} | {size} | {rss:.0f} |")
+            p(f"| {name} | " + " | ".join(cells) + f" | {usget:.2f} | {size} | {rss} |")
         p("")
         if "bale" in stats:
             p("bale's time divided by the peer's (below 1 = bale faster); min-to-min, "

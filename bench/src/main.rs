@@ -102,6 +102,8 @@ struct Res {
     w3: f64,
     scanned: usize,
     checksum: u64,
+    /// Peak resident set at the end of W1 (KiB), input data included.
+    w1_peak_kb: u64,
     /// Extra JSON fields (without braces), engine specific.
     extra: String,
 }
@@ -128,6 +130,7 @@ fn run_bale(d: &Data, dir: &Path) -> Res {
         w.commit().unwrap(); // durable: fsync before and after the meta page
     }
     let w1 = secs(t);
+    let w1_peak_kb = status_kb("VmHWM");
     let store = Store::open(&path, Options::default()).unwrap();
     let r = store.read().unwrap();
     let t = Instant::now();
@@ -154,7 +157,7 @@ fn run_bale(d: &Data, dir: &Path) -> Res {
         "\"bale_stat\":{{\"page_size\":{},\"file_pages\":{},\"depth\":{},\"leaf_pages\":{},\"branch_pages\":{},\"fill\":{:.4},\"free_pages\":{}}}",
         s.page_size, s.file_pages, s.depth, s.leaf_pages, s.branch_pages, s.fill, s.free_pages
     );
-    Res { w1, w2, w3, scanned: cnt, checksum: cs, extra }
+    Res { w1, w2, w3, scanned: cnt, checksum: cs, w1_peak_kb, extra }
 }
 
 const RTABLE: redb::TableDefinition<&[u8], &[u8]> = redb::TableDefinition::new("kv");
@@ -175,6 +178,7 @@ fn run_redb(d: &Data, dir: &Path) -> Res {
         txn.commit().unwrap(); // default durability: Immediate (fsync)
     }
     let w1 = secs(t);
+    let w1_peak_kb = status_kb("VmHWM");
     let db = redb::Database::create(&path).unwrap();
     let rtx = db.begin_read().unwrap();
     let tb = rtx.open_table(RTABLE).unwrap();
@@ -194,7 +198,7 @@ fn run_redb(d: &Data, dir: &Path) -> Res {
         cs = touch(cs, v.value());
     }
     let w3 = secs(t);
-    Res { w1, w2, w3, scanned: cnt, checksum: cs, extra: String::new() }
+    Res { w1, w2, w3, scanned: cnt, checksum: cs, w1_peak_kb, extra: String::new() }
 }
 
 fn run_heed(d: &Data, dir: &Path) -> Res {
@@ -224,6 +228,7 @@ fn run_heed(d: &Data, dir: &Path) -> Res {
         env.prepare_for_closing().wait();
     }
     let w1 = secs(t);
+    let w1_peak_kb = status_kb("VmHWM");
     let env = open();
     let rtxn = env.read_txn().unwrap();
     let db: Database<Bytes, Bytes> = env
@@ -250,7 +255,7 @@ fn run_heed(d: &Data, dir: &Path) -> Res {
         cs = touch(cs, v);
     }
     let w3 = secs(t);
-    Res { w1, w2, w3, scanned: cnt, checksum: cs, extra: String::new() }
+    Res { w1, w2, w3, scanned: cnt, checksum: cs, w1_peak_kb, extra: String::new() }
 }
 
 fn run_rusqlite(d: &Data, dir: &Path, tuned: bool) -> Res {
@@ -277,6 +282,7 @@ fn run_rusqlite(d: &Data, dir: &Path, tuned: bool) -> Res {
         c.close().unwrap();
     }
     let w1 = secs(t);
+    let w1_peak_kb = status_kb("VmHWM");
     let c = Connection::open(&path).unwrap();
     c.execute_batch(pragmas).unwrap();
     let mut st = c.prepare("SELECT v FROM kv WHERE k = ?1").unwrap();
@@ -304,7 +310,7 @@ fn run_rusqlite(d: &Data, dir: &Path, tuned: bool) -> Res {
     drop(rows);
     drop(st);
     c.execute_batch("COMMIT").unwrap();
-    Res { w1, w2, w3, scanned: cnt, checksum: cs, extra: String::new() }
+    Res { w1, w2, w3, scanned: cnt, checksum: cs, w1_peak_kb, extra: String::new() }
 }
 
 fn kv(engine: &str, data: &Path, work: &Path) {
@@ -325,7 +331,7 @@ fn kv(engine: &str, data: &Path, work: &Path) {
     assert_eq!(r.scanned, d.n, "scan count mismatch");
     let extra = if r.extra.is_empty() { String::new() } else { format!(",{}", r.extra) };
     println!(
-        "{{\"bench\":\"kv\",\"peer\":\"{}\",\"n\":{},\"w1_s\":{:.6},\"file_bytes\":{},\"file_alloc_bytes\":{},\"w2_s\":{:.6},\"w3_s\":{:.6},\"checksum\":{},\"peak_rss_kb\":{}{}}}",
+        "{{\"bench\":\"kv\",\"peer\":\"{}\",\"n\":{},\"w1_s\":{:.6},\"file_bytes\":{},\"file_alloc_bytes\":{},\"w2_s\":{:.6},\"w3_s\":{:.6},\"checksum\":{},\"w1_peak_rss_kb\":{},\"peak_rss_kb\":{}{}}}",
         engine,
         d.n,
         r.w1,
@@ -334,6 +340,7 @@ fn kv(engine: &str, data: &Path, work: &Path) {
         r.w2,
         r.w3,
         r.checksum,
+        r.w1_peak_kb,
         status_kb("VmHWM"),
         extra
     );
