@@ -69,7 +69,7 @@ pub fn check_txn(txn: &ReadTxn) -> Result<CheckReport> {
         c.problem(None, format!("meta counts {} entries but the tree holds {entries}", m.entries));
     }
     let log2 = txn.block_log2();
-    let mut buf = Vec::new();
+    let (mut buf, mut scratch) = (Vec::new(), Vec::new());
     let large_values = c.large.len() as u64;
     for (leaf, r) in std::mem::take(&mut c.large) {
         let mut runs = Vec::new();
@@ -94,7 +94,7 @@ pub fn check_txn(txn: &ReadTxn) -> Result<CheckReport> {
         }
         let blocks = r.len.div_ceil(1u64 << log2);
         for b in 0..blocks {
-            if let Err(e) = read_block(snap, &r, log2, b, &mut buf) {
+            if let Err(e) = read_block(snap, &r, log2, b, &mut buf, &mut scratch) {
                 c.problem(e.page().or(Some(leaf)), format!("large value in page {leaf}, block {b}: {}", e.message()));
                 break;
             }

@@ -261,6 +261,15 @@ impl<'t> NodeRef<'t> {
         }
     }
 
+    fn key(&self, i: usize) -> Result<&[u8]> {
+        match self {
+            NodeRef::Mem(n, a) => {
+                n.keys.get(i).map(|k| a.get(k.at)).ok_or_else(|| Error::corrupt("entry index out of range"))
+            }
+            NodeRef::Page(b, pn) => NodeView::new(b, *pn)?.key(i),
+        }
+    }
+
     fn entry(&self, i: usize) -> Result<(&[u8], CellValue<'_>)> {
         match self {
             NodeRef::Mem(n, a) => {
@@ -443,6 +452,14 @@ impl<'t> Cursor<'t> {
         self.descend_edge(!fwd)
     }
 
+    /// The key at the cursor.
+    pub fn key(&self) -> Result<Option<&[u8]>> {
+        match self.stack.last() {
+            Some(f) if self.valid => Ok(Some(f.n.key(f.i)?)),
+            _ => Ok(None),
+        }
+    }
+
     /// The entry at the cursor.
     pub fn current(&self) -> Result<Option<(&[u8], ValueRef<'_>)>> {
         if !self.valid {
@@ -549,8 +566,8 @@ impl<'t> Range<'t> {
                 self.done = true;
                 return Some(Err(e));
             }
-            let key = match self.cur.current() {
-                Ok(Some((k, _))) => k,
+            let key = match self.cur.key() {
+                Ok(Some(k)) => k,
                 Ok(None) => {
                     self.done = true;
                     return None;

@@ -191,6 +191,7 @@ pub struct NodeView<'a> {
 
 impl<'a> NodeView<'a> {
     /// `page` must have passed [`verify`] or come from a trusted writer.
+    #[inline]
     pub fn new(page: &'a [u8], page_no: u64) -> Result<NodeView<'a>> {
         let body = page.get(..page.len().saturating_sub(TRAILER)).unwrap_or(&[]);
         let kind = page_kind(page);
@@ -209,25 +210,30 @@ impl<'a> NodeView<'a> {
         Ok(NodeView { body, page_no, count, leaf })
     }
 
+    #[inline]
     pub fn is_leaf(&self) -> bool {
         self.leaf
     }
 
     /// Cells in a leaf; separator keys in a branch (children = count + 1).
+    #[inline]
     pub fn count(&self) -> usize {
         self.count
     }
 
+    #[inline]
     fn bad(&self, what: &str) -> Error {
         Error::corrupt_page(self.page_no, what)
     }
 
+    #[inline]
     fn slot(&self, i: usize) -> Result<usize> {
         let base = if self.leaf { PAGE_HDR } else { BRANCH_FIRST };
         u16_at(self.body, base + i * SLOT).map(|v| v as usize).ok_or_else(|| self.bad("slot out of range"))
     }
 
     /// Key `i` (a leaf key, or branch separator `i`).
+    #[inline]
     pub fn key(&self, i: usize) -> Result<&'a [u8]> {
         let off = self.slot(i)?;
         let klen = u16_at(self.body, off).ok_or_else(|| self.bad("cell out of range"))? as usize;
@@ -236,6 +242,7 @@ impl<'a> NodeView<'a> {
     }
 
     /// Leaf cell `i`: key and value.
+    #[inline]
     pub fn entry(&self, i: usize) -> Result<(&'a [u8], CellValue<'a>)> {
         let off = self.slot(i)?;
         let klen = u16_at(self.body, off).ok_or_else(|| self.bad("cell out of range"))? as usize;
@@ -253,6 +260,7 @@ impl<'a> NodeView<'a> {
     }
 
     /// Branch child `i` in 0..=count.
+    #[inline]
     pub fn child(&self, i: usize) -> Result<u64> {
         let c = if i == 0 {
             u64_at(self.body, PAGE_HDR)

@@ -76,6 +76,19 @@ impl Snapshot {
         Ok(PageBuf::Owned(buf))
     }
 
+    /// The first `len` bytes of the `n` pages from `page`, read with a
+    /// positioned read into `buf` (never through the map).
+    pub fn read_run(&self, page: u64, n: u64, len: usize, buf: &mut Vec<u8>) -> Result<()> {
+        let off = self.offset(page)?;
+        let fits = page.checked_add(n).is_some_and(|e| e <= self.meta.page_count);
+        if n == 0 || !fits || (len as u64) > n.saturating_mul(self.geo.page_size as u64) {
+            return Err(Error::corrupt_page(page, "page run outside the file"));
+        }
+        buf.clear();
+        buf.resize(len, 0);
+        self.storage.read_exact_at(buf, off)
+    }
+
     /// Forgets that `page` was verified: a write transaction is about to
     /// reuse it.
     pub fn forget(&self, page: u64) {

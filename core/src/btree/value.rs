@@ -153,6 +153,7 @@ fn write_blocks(sink: &mut dyn PageSink, block_log2: u8, prefix: &[u8], rest: &m
     let mut packed = vec![0u8; lz4_flex::block::get_maximum_output_size(block)];
     let mut levels: Vec<Level> = vec![Level { buf: Vec::new(), count: 0, flushed: 0 }];
     let mut total: u64 = 0;
+    let (mut skip, mut misses) = (0u32, 0u32);
     let mut pre = prefix;
     loop {
         let take = pre.len().min(block);
@@ -169,11 +170,27 @@ fn write_blocks(sink: &mut dyn PageSink, block_log2: u8, prefix: &[u8], rest: &m
         }
         let data = raw.get(..n).unwrap_or(&[]);
         let pages_of = |len: usize| len.div_ceil(ps);
-        let c = lz4_flex::block::compress_into(data, &mut packed).unwrap_or(usize::MAX);
+        // After blocks that did not compress, skip trying for a while
+        // (1, 3, 7, then 15 blocks): incompressible data costs little.
+        let c = if skip > 0 {
+            skip -= 1;
+            usize::MAX
+        } else {
+            lz4_flex::block::compress_into(data, &mut packed).unwrap_or(usize::MAX)
+        };
         // Compress only when it saves at least one page on disk.
         let (codec, stored) = match packed.get(..c) {
-            Some(p) if pages_of(c) < pages_of(n) => (CODEC_LZ4, p),
-            _ => (CODEC_RAW, data),
+            Some(p) if pages_of(c) < pages_of(n) => {
+                misses = 0;
+                (CODEC_LZ4, p)
+            }
+            _ => {
+                if c != usize::MAX {
+                    misses = (misses + 1).min(4);
+                    skip = (1u32 << misses) - 1;
+                }
+                (CODEC_RAW, data)
+            }
         };
         let npages = pages_of(stored.len()) as u64;
         let start = sink.alloc(npages)?;
@@ -282,7 +299,14 @@ pub fn locate(snap: &Snapshot, r: &LargeRef, block_log2: u8, b: u64) -> Result<B
 }
 
 /// Reads, verifies and decodes block `b` into `out` (resized to its raw length).
-pub fn read_block(snap: &Snapshot, r: &LargeRef, block_log2: u8, b: u64, out: &mut Vec<u8>) -> Result<()> {
+pub fn read_block(
+    snap: &Snapshot,
+    r: &LargeRef,
+    block_log2: u8,
+    b: u64,
+    out: &mut Vec<u8>,
+    scratch: &mut Vec<u8>,
+) -> Result<()> {
     let block = 1u64 << block_log2;
     let raw_len = (r.len - b * block).min(block) as usize;
     let loc = locate(snap, r, block_log2, b)?;
@@ -291,21 +315,25 @@ pub fn read_block(snap: &Snapshot, r: &LargeRef, block_log2: u8, b: u64, out: &m
     {
         return Err(Error::corrupt_page(loc.start, "value block length is impossible"));
     }
-    let pages = snap.raw(loc.start, loc.pages(snap.geo.page_size))?;
-    let stored = pages.get(..loc.stored as usize).ok_or_else(|| Error::corrupt_page(loc.start, "short block"))?;
-    if checksum(stored, loc.start) != loc.sum {
+    // Blocks are read with positioned reads even when the tree is mapped:
+    // streaming a huge value must not make the whole of it resident.
+    let ps = snap.geo.page_size;
+    let stored_len = loc.stored as usize;
+    let buf = if loc.codec == CODEC_RAW { &mut *out } else { &mut *scratch };
+    snap.read_run(loc.start, loc.pages(ps), stored_len, buf)?;
+    if checksum(buf, loc.start) != loc.sum {
         return Err(Error::new(
             ErrorKind::ChecksumMismatch,
             format!("value block at page {}: checksum mismatch; the file is damaged", loc.start),
         )
         .at_page(loc.start));
     }
-    out.clear();
     match loc.codec {
-        CODEC_RAW => out.extend_from_slice(stored),
+        CODEC_RAW => {}
         CODEC_LZ4 => {
+            out.clear();
             out.resize(raw_len, 0);
-            let n = lz4_flex::block::decompress_into(stored, out)
+            let n = lz4_flex::block::decompress_into(scratch, out)
                 .map_err(|_| Error::corrupt_page(loc.start, "value block does not decompress"))?;
             if n != raw_len {
                 return Err(Error::corrupt_page(loc.start, "value block decompresses to the wrong length"));
@@ -368,11 +396,12 @@ pub struct ValueReader<'s> {
     pos: u64,
     cur: Option<u64>,
     buf: Vec<u8>,
+    scratch: Vec<u8>,
 }
 
 impl<'s> ValueReader<'s> {
     pub(crate) fn new(snap: &'s Snapshot, r: LargeRef, block_log2: u8) -> ValueReader<'s> {
-        ValueReader { snap, r, block_log2, pos: 0, cur: None, buf: Vec::new() }
+        ValueReader { snap, r, block_log2, pos: 0, cur: None, buf: Vec::new(), scratch: Vec::new() }
     }
 
     pub fn len(&self) -> u64 {
@@ -395,7 +424,7 @@ impl<'s> ValueReader<'s> {
         let b = self.pos >> self.block_log2;
         if self.cur != Some(b) {
             self.cur = None;
-            read_block(self.snap, &self.r, self.block_log2, b, &mut self.buf)?;
+            read_block(self.snap, &self.r, self.block_log2, b, &mut self.buf, &mut self.scratch)?;
             self.cur = Some(b);
         }
         let within = (self.pos - (b << self.block_log2)) as usize;
