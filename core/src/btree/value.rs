@@ -440,20 +440,20 @@ impl<'s> ValueReader<'s> {
     /// Reads exactly `len` bytes at `offset` (clamped to the value's end).
     pub fn read_range(&mut self, offset: u64, len: u64) -> Result<Vec<u8>> {
         let end = offset.saturating_add(len).min(self.r.len);
-        let want = end.saturating_sub(offset);
-        let mut v = vec![
-            0u8;
-            usize::try_from(want)
-                .map_err(|_| Error::new(ErrorKind::TooLarge, "range too large for memory"))?
-        ];
+        let want = usize::try_from(end.saturating_sub(offset))
+            .map_err(|_| Error::new(ErrorKind::TooLarge, "range too large for memory"))?;
+        // Grow with the blocks actually read: a damaged reference must not
+        // make one huge allocation up front.
+        let mut v = Vec::with_capacity(want.min(1 << 20));
+        let mut chunk = vec![0u8; (1usize << self.block_log2).min(want.max(1))];
         self.pos = offset;
-        let mut got = 0;
-        while got < v.len() {
-            let n = self.read_some(v.get_mut(got..).unwrap_or(&mut []))?;
+        while v.len() < want {
+            let room = (want - v.len()).min(chunk.len());
+            let n = self.read_some(chunk.get_mut(..room).unwrap_or(&mut []))?;
             if n == 0 {
                 break;
             }
-            got += n;
+            v.extend_from_slice(chunk.get(..n).unwrap_or(&[]));
         }
         Ok(v)
     }
