@@ -393,10 +393,13 @@ impl WriteTxn {
             }
         }
         let items = self.pack_leaves(items);
-        if items.is_empty() {
-            return Ok(vec![]);
-        }
-        // Split into branches that each fit a page.
+        let items = self.pack_branches(items);
+        Ok(self.group_branches(items))
+    }
+
+    /// Puts `items` (children with their low keys) into as few branch
+    /// nodes as hold them, each filled up to a page.
+    fn group_branches(&mut self, items: Vec<(Option<Key>, Child)>) -> Vec<(Option<Key>, Child)> {
         let cap = self.shared.geo.node_capacity();
         let mut out: Vec<(Option<Key>, Child)> = Vec::new();
         let mut cur: Option<(Option<Key>, Node)> = None;
@@ -422,7 +425,36 @@ impl WriteTxn {
         if let Some((l, n)) = cur.take() {
             out.push((l, self.push_node(n)));
         }
-        Ok(out)
+        out
+    }
+
+    /// Repacks each run of adjacent changed branches (all one level below
+    /// the caller) into full branches: their children, with the separators
+    /// between them as low keys, are regrouped.
+    fn pack_branches(&mut self, items: Vec<(Option<Key>, Child)>) -> Vec<(Option<Key>, Child)> {
+        let mut out = Vec::with_capacity(items.len());
+        let mut run: Vec<(Option<Key>, Child)> = Vec::new();
+        for (low, child) in items {
+            match child {
+                Child::Node(n) if !self.arena[n as usize].leaf => {
+                    let node = std::mem::take(&mut self.arena[n as usize]);
+                    let lows = std::iter::once(low).chain(node.keys.into_iter().map(Some));
+                    run.extend(lows.zip(node.children));
+                }
+                _ => {
+                    if !run.is_empty() {
+                        let packed = self.group_branches(std::mem::take(&mut run));
+                        out.extend(packed);
+                    }
+                    out.push((low, child));
+                }
+            }
+        }
+        if !run.is_empty() {
+            let packed = self.group_branches(run);
+            out.extend(packed);
+        }
+        out
     }
 
     fn push_node(&mut self, n: Node) -> Child {
