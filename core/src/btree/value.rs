@@ -287,15 +287,19 @@ pub fn locate(snap: &Snapshot, r: &LargeRef, block_log2: u8, b: u64) -> Result<B
     if rem >= page_count_field(&p) as u64 {
         return Err(Error::corrupt_page(pn, "value block entry missing"));
     }
-    let off = PAGE_HDR + rem as usize * BLOCK_ENTRY;
+    block_entry(&p, pn, rem as usize)
+}
+
+/// Entry `i` of level-0 index page `p` (page number `pn`).
+fn block_entry(p: &[u8], pn: u64, i: usize) -> Result<BlockLoc> {
+    let off = PAGE_HDR + i * BLOCK_ENTRY;
     let short = || Error::corrupt_page(pn, "short index page");
-    let loc = BlockLoc {
-        start: u64_at(&p, off).ok_or_else(short)?,
-        stored: u32_at(&p, off + 8).ok_or_else(short)?,
+    Ok(BlockLoc {
+        start: u64_at(p, off).ok_or_else(short)?,
+        stored: u32_at(p, off + 8).ok_or_else(short)?,
         codec: p.get(off + 12).copied().ok_or_else(short)?,
-        sum: u64_at(&p, off + 16).ok_or_else(short)?,
-    };
-    Ok(loc)
+        sum: u64_at(p, off + 16).ok_or_else(short)?,
+    })
 }
 
 /// Reads, verifies and decodes block `b` into `out` (resized to its raw length).
@@ -364,14 +368,7 @@ pub fn for_each_run(snap: &Snapshot, r: &LargeRef, block_log2: u8, f: &mut RunVi
                 return Err(Error::corrupt_page(pn, "too many block entries"));
             }
             for i in 0..n {
-                let off = PAGE_HDR + i * BLOCK_ENTRY;
-                let short = || Error::corrupt_page(pn, "short index page");
-                let loc = BlockLoc {
-                    start: u64_at(&p, off).ok_or_else(short)?,
-                    stored: u32_at(&p, off + 8).ok_or_else(short)?,
-                    codec: p.get(off + 12).copied().ok_or_else(short)?,
-                    sum: u64_at(&p, off + 16).ok_or_else(short)?,
-                };
+                let loc = block_entry(&p, pn, i)?;
                 stored += loc.stored as u64;
                 f(loc.start, loc.pages(ps).max(1), Some(&loc))?;
             }

@@ -67,3 +67,27 @@ impl LockSet {
         guard(&self.pins).range(..below).next().map(|(k, _)| *k)
     }
 }
+
+/// Implements the lock methods of `Storage` by forwarding to a `LockSet`
+/// field, for backends whose locks only need to hold within one process.
+macro_rules! in_process_locks {
+    ($field:ident) => {
+        fn lock_writer(&self, wait: bool) -> Result<()> {
+            self.$field.lock_writer(wait)
+        }
+        fn unlock_writer(&self) {
+            self.$field.unlock_writer()
+        }
+        fn pin(&self, txn: u64) -> Result<()> {
+            self.$field.pin(txn);
+            Ok(())
+        }
+        fn unpin(&self, txn: u64) {
+            self.$field.unpin(txn);
+        }
+        fn oldest_pin(&self, below: u64) -> Result<Option<u64>> {
+            Ok(self.$field.oldest_pin(below))
+        }
+    };
+}
+pub(crate) use in_process_locks;

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, RwLock};
 
-use super::lockset::LockSet;
+use super::lockset::{LockSet, in_process_locks};
 use super::{Storage, eof_error};
 use crate::error::Result;
 
@@ -59,24 +59,5 @@ impl Storage for MemStorage {
         Ok(())
     }
 
-    fn lock_writer(&self, wait: bool) -> Result<()> {
-        self.locks.lock_writer(wait)
-    }
-
-    fn unlock_writer(&self) {
-        self.locks.unlock_writer()
-    }
-
-    fn pin(&self, txn: u64) -> Result<()> {
-        self.locks.pin(txn);
-        Ok(())
-    }
-
-    fn unpin(&self, txn: u64) {
-        self.locks.unpin(txn);
-    }
-
-    fn oldest_pin(&self, below: u64) -> Result<Option<u64>> {
-        Ok(self.locks.oldest_pin(below))
-    }
+    in_process_locks!(locks);
 }

@@ -5,7 +5,7 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::lockset::LockSet;
+use super::lockset::{LockSet, in_process_locks};
 use super::{MemStorage, Storage, eof_error};
 use crate::error::{Error, Result};
 
@@ -182,22 +182,7 @@ impl Storage for CrashStorage {
         Ok(())
     }
 
-    fn lock_writer(&self, wait: bool) -> Result<()> {
-        self.locks.lock_writer(wait)
-    }
-    fn unlock_writer(&self) {
-        self.locks.unlock_writer()
-    }
-    fn pin(&self, txn: u64) -> Result<()> {
-        self.locks.pin(txn);
-        Ok(())
-    }
-    fn unpin(&self, txn: u64) {
-        self.locks.unpin(txn);
-    }
-    fn oldest_pin(&self, below: u64) -> Result<Option<u64>> {
-        Ok(self.locks.oldest_pin(below))
-    }
+    in_process_locks!(locks);
 }
 
 /// Fails exactly one operation, the N-th write or sync (counting from 1);
