@@ -776,3 +776,18 @@ fn hostile_pages_with_valid_checksums() {
     assert_eq!(n as u64, HOSTILE_PAGE_CASES + HOSTILE_META_CASES);
     assert!(failures.is_empty(), "{} hostile files broke the reader:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// Regression: a leaf whose large-value reference claims a huge length (with
+/// a valid page checksum) must give an error, not abort the process by
+/// allocating the claimed length before reading a single block.
+#[test]
+fn huge_large_value_length_does_not_abort() {
+    const NAME: &str = "huge_large_value_length_does_not_abort";
+    if let Some((set, start, only)) = hostile_child_args() {
+        hostile_child(&set, start, only);
+        return;
+    }
+    let (n, failures) = run_hostile(NAME, "large-len", None);
+    assert!(n >= 3, "{n} cases");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

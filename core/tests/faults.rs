@@ -301,3 +301,47 @@ fn every_write_and_sync_failure_poisons_and_recovers() {
     assert_eq!(tally.points, k4 + k64);
     assert!(tally.create > 0 && tally.in_ops > 0 && tally.in_commit > 0);
 }
+
+/// A reader that yields `left` bytes of data and then fails.
+struct FailingReader {
+    left: usize,
+}
+
+impl std::io::Read for FailingReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.left == 0 {
+            return Err(std::io::Error::other("source went away"));
+        }
+        let n = buf.len().min(self.left);
+        for (i, b) in buf[..n].iter_mut().enumerate() {
+            *b = (self.left - i) as u8;
+        }
+        self.left -= n;
+        Ok(n)
+    }
+}
+
+/// Regression: a value stream that fails part way (the caller's source, not
+/// the storage) must not leave a committed store with pages nobody owns.
+#[test]
+fn failed_value_stream_leaves_no_orphan_pages() {
+    let mem = MemStorage::new();
+    let store = Store::open_storage(Arc::new(mem.clone()), Options::create()).expect("create");
+    store.put(b"before", b"1").expect("put");
+    let mut w = store.write().expect("write");
+    w.put(b"kept", b"2").expect("put");
+    let err = w.put_stream(b"streamed", &mut FailingReader { left: 200 * 1024 }).expect_err("the stream fails");
+    assert_eq!(err.kind(), ErrorKind::Io, "{err}");
+    // Whether or not this commit is accepted, the store must stay consistent.
+    let committed = w.commit().is_ok();
+    let reopened =
+        Store::open_storage(Arc::new(MemStorage::from_bytes(mem.to_bytes())), Options::default()).expect("reopen");
+    let rep = bale::btree::check(&reopened).expect("check");
+    assert!(rep.is_ok(), "commit accepted = {committed}; check found {:?}", rep.problems);
+    assert_eq!(content(&reopened).get(b"streamed".as_slice()), None);
+    // The caller's source failed, not the storage: the transaction stays
+    // usable and the handle is not poisoned.
+    assert!(committed, "the commit after a failed value stream was refused");
+    assert_eq!(content(&reopened).get(b"kept".as_slice()).map(Vec::as_slice), Some(b"2".as_slice()));
+    store.put(b"after", b"3").expect("a later write transaction");
+}
