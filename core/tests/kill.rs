@@ -5,7 +5,8 @@
 //! returns. The parent SIGKILLs it at a random instant, reopens the file and
 //! verifies that it holds exactly the state after the last acknowledged
 //! commit or the next one, and that `check` passes. The next child continues
-//! from whatever the file holds.
+//! from whatever the file holds. Every few commits the child compacts the
+//! store (new file renamed over the old), so some kills land mid-compaction.
 //!
 //! `BALE_KILL_CYCLES=N` changes the number of cycles (default 200).
 
@@ -28,6 +29,8 @@ const COUNTER_KEY: &[u8] = b"__commit";
 /// A child stops on its own after this many commits (if never killed).
 const CHILD_MAX_COMMITS: u64 = 100_000;
 const DEFAULT_CYCLES: u64 = 200;
+/// The child compacts the store after every this many commits.
+const COMPACT_EVERY: u64 = 8;
 
 enum Op {
     Put(Vec<u8>, Vec<u8>),
@@ -116,6 +119,14 @@ fn child(arg: &str) {
         w.commit().expect("child commit");
         writeln!(out, "ack {n}").expect("stdout");
         out.flush().expect("stdout");
+        if n.is_multiple_of(COMPACT_EVERY) {
+            // Compaction writes a new file and renames it over the store.
+            writeln!(out, "compacting").expect("stdout");
+            out.flush().expect("stdout");
+            store.compact().expect("child compact");
+            writeln!(out, "compacted").expect("stdout");
+            out.flush().expect("stdout");
+        }
     }
 }
 
@@ -137,6 +148,9 @@ struct Cycle {
     ready: u64,
     acks: Vec<u64>,
     killed: bool,
+    /// Killed between "compacting" and "compacted".
+    in_compaction: bool,
+    compactions: u64,
     stderr: String,
 }
 
@@ -194,6 +208,8 @@ fn cycle(path: &Path, seed: u64, wait_ready: bool, delay_us: u64) -> Cycle {
             acks.push(a.trim().parse().expect("ack number"));
         }
     }
+    let compacting = lines.iter().filter(|l| l.starts_with("compacting")).count() as u64;
+    let compactions = lines.iter().filter(|l| l.starts_with("compacted")).count() as u64;
     if !killed {
         assert!(status.success(), "child failed on its own ({status}):\n{stderr}");
     }
@@ -201,7 +217,7 @@ fn cycle(path: &Path, seed: u64, wait_ready: bool, delay_us: u64) -> Cycle {
         assert!(killed, "child exited without saying ready:\n{stderr}");
         u64::MAX
     });
-    Cycle { ready, acks, killed, stderr }
+    Cycle { ready, acks, killed, in_compaction: killed && compacting > compactions, compactions, stderr }
 }
 
 #[test]
@@ -219,12 +235,17 @@ fn sigkill_during_commits() {
     let mut model = Model::new();
     let mut at = 0u64; // commit number the file holds
     let (mut kills, mut acked, mut in_flight_seen, mut before_ready) = (0u64, 0u64, 0u64, 0u64);
+    let (mut compactions, mut killed_compacting) = (0u64, 0u64);
     for i in 0..cycles {
         // Mostly a few milliseconds (a handful of commits); sometimes longer.
         let delay_us = if rng.below(8) == 0 { rng.below(50_000) } else { rng.below(12_000) };
         let c = cycle(&path, seed, rng.below(10) != 0, delay_us);
         if c.killed {
             kills += 1;
+        }
+        compactions += c.compactions;
+        if c.in_compaction {
+            killed_compacting += 1;
         }
         if c.ready == u64::MAX {
             before_ready += 1;
@@ -266,8 +287,9 @@ fn sigkill_during_commits() {
         model = got;
     }
     println!(
-        "R3 kill: {cycles} cycles, {kills} SIGKILLs ({before_ready} before the store opened), {acked} commits acknowledged, {in_flight_seen} reopened to the unacknowledged commit in flight, 0 acknowledged commits lost, final commit {at}"
+        "R3 kill: {cycles} cycles, {kills} SIGKILLs ({before_ready} before the store opened), {acked} commits acknowledged, {in_flight_seen} reopened to the unacknowledged commit in flight, {compactions} compactions completed, {killed_compacting} kills during a compaction, 0 acknowledged commits lost, final commit {at}"
     );
+    assert!(compactions > 0 && killed_compacting > 0, "the kills never met a compaction");
     assert!(kills * 10 >= cycles * 9, "only {kills} of {cycles} children were killed");
     assert!(acked > cycles, "too few commits ({acked}) to exercise the kill");
     let _ = std::fs::remove_dir_all(&dir);
