@@ -777,6 +777,49 @@ fn hostile_pages_with_valid_checksums() {
     assert!(failures.is_empty(), "{} hostile files broke the reader:\n{}", failures.len(), failures.join("\n"));
 }
 
+/// Iteration over a damaged leaf fails and stays failed: after the first
+/// error no later entry may appear (an iterator that skipped the bad region
+/// would silently hide lost keys), in both directions; `check` names the page.
+#[test]
+fn iteration_errors_are_sticky() {
+    use bale::btree::page::{KIND_LEAF, verify};
+    use std::ops::Bound;
+    let mem = MemStorage::new();
+    let store = Store::open_storage(Arc::new(mem.clone()), Options::create()).expect("create");
+    let mut w = store.write().expect("write");
+    for i in 0..3000u32 {
+        w.put(format!("key{i:05}").as_bytes(), &[7u8; 100]).expect("put");
+    }
+    w.commit().expect("commit");
+    let mut bytes = mem.to_bytes();
+    let leaves: Vec<usize> =
+        (3..bytes.len() / PS).filter(|&p| verify(&bytes[p * PS..(p + 1) * PS], p as u64, KIND_LEAF).is_ok()).collect();
+    assert!(leaves.len() > 10, "{} leaves", leaves.len());
+    let victim = leaves[leaves.len() / 2];
+    bytes[victim * PS + 100] ^= 0xff;
+    let store = Store::open_storage(Arc::new(MemStorage::from_bytes(bytes)), Options::default()).expect("open");
+    let r = store.read().expect("read");
+    for reverse in [false, true] {
+        let (mut ok_before, mut errors, mut ok_after) = (0u32, 0u32, 0u32);
+        for e in r.range(Bound::Unbounded, Bound::Unbounded, reverse).take(10_000) {
+            match (e.is_ok(), errors) {
+                (true, 0) => ok_before += 1,
+                (true, _) => ok_after += 1,
+                (false, _) => errors += 1,
+            }
+        }
+        assert!(errors >= 1, "reverse={reverse}: the damaged leaf was read without an error");
+        assert!(ok_before > 0 && ok_before < 3000, "reverse={reverse}: {ok_before} entries before the error");
+        assert_eq!(ok_after, 0, "reverse={reverse}: iteration went on past the error");
+    }
+    let rep = bale::btree::check(&store).expect("check");
+    assert!(
+        rep.problems.iter().any(|p| p.page == Some(victim as u64)),
+        "check did not name page {victim}: {:?}",
+        rep.problems
+    );
+}
+
 /// Regression: a leaf whose large-value reference claims a huge length (with
 /// a valid page checksum) must give an error, not abort the process by
 /// allocating the claimed length before reading a single block.
