@@ -6,7 +6,8 @@
 //! the N-th of them. Each time: the failure surfaces as an `Io` error, the
 //! handle refuses every later write transaction (`Closed`), and the bytes
 //! left behind reopen to the last committed state or the one in flight,
-//! pass `check`, and let the workload run to the same final state.
+//! pass `check`, and let the workload run to the same final state. Reads
+//! fail the same way, one at a time, for every read the workload makes.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -344,4 +345,131 @@ fn failed_value_stream_leaves_no_orphan_pages() {
     assert!(committed, "the commit after a failed value stream was refused");
     assert_eq!(content(&reopened).get(b"kept".as_slice()).map(Vec::as_slice), Some(b"2".as_slice()));
     store.put(b"after", b"3").expect("a later write transaction");
+}
+
+/// Fails the N-th read (counting from 1) once; writes and syncs pass.
+struct ReadFaulty {
+    inner: MemStorage,
+    countdown: AtomicU64,
+    reads: AtomicU64,
+}
+
+impl ReadFaulty {
+    fn new(inner: MemStorage, fail_at: u64) -> ReadFaulty {
+        ReadFaulty { inner, countdown: AtomicU64::new(fail_at), reads: AtomicU64::new(0) }
+    }
+}
+
+impl Storage for ReadFaulty {
+    fn len(&self) -> bale::Result<u64> {
+        self.inner.len()
+    }
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> bale::Result<()> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        let prev = self.countdown.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| c.checked_sub(1));
+        if prev == Ok(1) {
+            return Err(bale::Error::from(std::io::Error::other("injected read error")));
+        }
+        self.inner.read_exact_at(buf, offset)
+    }
+    fn write_all_at(&self, data: &[u8], offset: u64) -> bale::Result<()> {
+        self.inner.write_all_at(data, offset)
+    }
+    fn sync(&self) -> bale::Result<()> {
+        self.inner.sync()
+    }
+    fn lock_writer(&self, wait: bool) -> bale::Result<()> {
+        self.inner.lock_writer(wait)
+    }
+    fn unlock_writer(&self) {
+        self.inner.unlock_writer()
+    }
+    fn pin(&self, txn: u64) -> bale::Result<()> {
+        self.inner.pin(txn)
+    }
+    fn unpin(&self, txn: u64) {
+        self.inner.unpin(txn)
+    }
+    fn oldest_pin(&self, below: u64) -> bale::Result<Option<u64>> {
+        self.inner.oldest_pin(below)
+    }
+}
+
+/// Every read of the workload fails once, in turn. A failed read surfaces as
+/// an `Io` error; the bytes stay a committed state that passes `check`; and
+/// the handle is either poisoned (`Closed`) or still fully usable: running
+/// the rest of the workload through it reaches the right final state.
+#[test]
+fn every_read_failure_is_reported_and_harmless() {
+    let txns = workload(9);
+    let states = states(&txns);
+    let last = states.last().cloned().unwrap_or_default();
+    let counting = Arc::new(ReadFaulty::new(MemStorage::new(), 0));
+    assert!(matches!(run(counting.clone(), &txns, 4096), Stop::Completed));
+    // The reads of a final full scan through the same handle count too.
+    let reopened = Store::open_storage(counting.clone(), Options::default()).expect("reopen");
+    assert!(content(&reopened) == last);
+    drop(reopened);
+    let k = counting.reads.load(Ordering::SeqCst);
+    assert!(k > 10, "only {k} reads");
+    let (mut poisoned, mut usable, mut in_scan) = (0u64, 0u64, 0u64);
+    for n in 1..=k {
+        let what = format!("read {n} of {k} fails");
+        let mem = MemStorage::new();
+        let st = Arc::new(ReadFaulty::new(mem.clone(), n));
+        let (store, done) = match run(st.clone(), &txns, 4096) {
+            Stop::Create(e) => {
+                assert_eq!(e.kind(), ErrorKind::Io, "{what}: {e}");
+                let (s, d) = recover(mem.to_bytes(), None, &states, &what);
+                usable += 1;
+                (s, d)
+            }
+            Stop::Txn { txn, err, store, .. } => {
+                assert_eq!(err.kind(), ErrorKind::Io, "{what}: txn {txn}: {err}");
+                let (_, done) = recover(mem.to_bytes(), Some(txn), &states, &what);
+                match store.write() {
+                    Err(e) => {
+                        assert_eq!(e.kind(), ErrorKind::Closed, "{what}: {e}");
+                        poisoned += 1;
+                        let (s, d) = recover(mem.to_bytes(), Some(txn), &states, &what);
+                        (s, d)
+                    }
+                    Ok(w) => {
+                        drop(w);
+                        usable += 1;
+                        (store, done)
+                    }
+                }
+            }
+            Stop::Completed => {
+                // The failing read is in the final scan.
+                let s = match Store::open_storage(st.clone(), Options::default()) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        assert_eq!(e.kind(), ErrorKind::Io, "{what}: {e}");
+                        Store::open_storage(st.clone(), Options::default()).expect("reopen after the failed one")
+                    }
+                };
+                let scan = s.read().and_then(|r| r.iter().collect::<bale::Result<Vec<_>>>());
+                match scan {
+                    Err(e) => assert_eq!(e.kind(), ErrorKind::Io, "{what}: {e}"),
+                    Ok(v) => assert!(v.into_iter().collect::<Model>() == last, "{what}: wrong scan"),
+                }
+                in_scan += 1;
+                (s, txns.len())
+            }
+        };
+        for t in &txns[done..] {
+            if let Err((_, e)) = run_txn(&store, t) {
+                panic!("{what}: resuming the workload failed: {e}");
+            }
+        }
+        assert!(content(&store) == last, "{what}: the workload ends in the wrong state");
+        let rep = bale::btree::check(&store).expect("check");
+        assert!(rep.is_ok(), "{what}: {:?}", rep.problems);
+    }
+    println!(
+        "R6 read faults: {k} injection points: {poisoned} poisoned the handle, {usable} left it usable, {in_scan} in the final scan"
+    );
+    assert_eq!(poisoned + usable + in_scan, k);
 }
