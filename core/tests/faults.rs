@@ -473,3 +473,32 @@ fn every_read_failure_is_reported_and_harmless() {
     );
     assert_eq!(poisoned + usable + in_scan, k);
 }
+
+/// Regression: once a storage write fails, the handle is poisoned, and that
+/// includes the transaction that saw the failure: its commit must be
+/// refused like every later write transaction.
+#[test]
+fn commit_after_failed_put_is_refused() {
+    // Creating the store takes two writes and two syncs (meta first, then
+    // the header); the fifth operation is the first block write of the
+    // large value.
+    let faulty = Arc::new(FaultyStorage::new(MemStorage::new(), 5));
+    let store = Store::open_storage(faulty.clone(), Options::create()).expect("create");
+    let mut w = store.write().expect("write");
+    w.put(b"small", b"value").expect("small put");
+    let big = vec![0x5au8; 200 * 1024];
+    let err = w.put(b"big", &big).expect_err("the injected fault must surface");
+    assert_eq!(err.kind(), ErrorKind::Io);
+    assert_eq!(faulty.failures(), 1);
+    let r = w.commit();
+    let bytes = faulty.inner().to_bytes();
+    let reopened = Store::open_storage(Arc::new(MemStorage::from_bytes(bytes)), Options::default()).expect("reopen");
+    let rep = bale::btree::check(&reopened).expect("check");
+    assert!(rep.is_ok(), "committing after the failed put left a damaged store: {:?}", rep.problems);
+    match r {
+        Ok(()) => panic!("commit succeeded after an operation of the same transaction failed with an i/o error"),
+        Err(e) => assert_eq!(e.kind(), ErrorKind::Closed, "{e}"),
+    }
+    assert_eq!(store.write().err().map(|e| e.kind()), Some(ErrorKind::Closed));
+    assert!(content(&reopened).is_empty());
+}

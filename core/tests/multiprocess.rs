@@ -385,3 +385,24 @@ fn one_writer_many_readers_with_kills() {
     assert!(verified > 0 && commits > 1);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Regression: `Storage::oldest_pin(below)` must report a pinned snapshot
+/// for any bound above it. With `below = u64::MAX` the file backend builds a
+/// lock probe whose length overflows `off_t` and finds nothing.
+#[test]
+fn oldest_pin_sees_a_pin_for_any_bound() {
+    let dir = tmp_dir("pinbound");
+    let path = dir.join("store.bale");
+    let store = Store::open(&path, Options::create()).expect("create");
+    for i in 0..5u32 {
+        store.put(&i.to_le_bytes(), b"x").expect("put");
+    }
+    let r = store.read().expect("read");
+    let probe = FileStorage::open(&path, FileOptions { create: false, readonly: true }).expect("probe");
+    for below in [r.txn_id() + 1, 1 << 40, 1 << 62, u64::MAX] {
+        let got = probe.oldest_pin(below).map_err(|e| e.to_string());
+        assert_eq!(got, Ok(Some(r.txn_id())), "oldest_pin({below})");
+    }
+    drop(r);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -179,8 +179,9 @@ impl Store {
     }
 
     fn open_with(storage: Arc<dyn Storage>, opts: Options, path: Option<PathBuf>) -> Result<Store> {
-        if storage.len()? == 0 {
-            if !opts.create || opts.readonly {
+        let creatable = opts.create && !opts.readonly;
+        if storage.len()? == 0 || (creatable && interrupted_creation(&*storage)?) {
+            if !creatable {
                 return Err(Error::new(
                     ErrorKind::NotABaleFile,
                     "the file is empty, not a bale store; pass create=true to make one",
@@ -193,7 +194,8 @@ impl Store {
                 )));
             }
             storage.lock_writer(true)?;
-            let r = if storage.len()? == 0 { initialize(&*storage, opts.page_size) } else { Ok(()) };
+            let fresh = storage.len()? == 0 || interrupted_creation(&*storage)?;
+            let r = if fresh { initialize(&*storage, opts.page_size) } else { Ok(()) };
             storage.unlock_writer();
             r?;
         }
@@ -381,14 +383,52 @@ impl Store {
 /// Writes the header page and the first meta of an empty store.
 fn initialize(storage: &dyn Storage, page_size: u32) -> Result<()> {
     let ps = page_size as usize;
-    let mut first = vec![0u8; 3 * ps];
+    // First the meta and page 2 (which stays zero: an invalid meta that the
+    // first commit replaces), then, once they are durable, the header: a
+    // file without a header is a creation that never finished.
+    storage.write_all_at(&creation_image(ps), 0)?;
+    storage.sync()?;
     let h = Header { kind: FileKind::Tree, version: FORMAT_VERSION, page_size, block_log2: BLOCK_LOG2 };
-    first[..HEADER_LEN].copy_from_slice(&h.encode());
+    storage.write_all_at(&h.encode(), 0)?;
+    storage.sync()
+}
+
+/// The first three pages as creation writes them before the header.
+fn creation_image(ps: usize) -> Vec<u8> {
+    let mut first = vec![0u8; 3 * ps];
     let meta = Meta { txn: 0, page_count: FIRST_DATA_PAGE, ..Meta::default() };
     first[ps..2 * ps].copy_from_slice(&meta.encode(ps));
-    // Page 2 stays zero: an invalid meta that the first commit replaces.
-    storage.write_all_at(&first, 0)?;
-    storage.sync()
+    first
+}
+
+/// True when the file holds nothing but part of what `initialize` writes
+/// before the header (every 512-byte sector either zero or equal to that
+/// image's, for some page size): a creation a crash interrupted, which is
+/// safe to start again. Any other file is left alone.
+fn interrupted_creation(storage: &dyn Storage) -> Result<bool> {
+    let len = storage.len()?;
+    if len == 0 || len > 3 * MAX_PAGE_SIZE as u64 {
+        return Ok(false);
+    }
+    let mut b = vec![0u8; len as usize];
+    storage.read_exact_at(&mut b, 0)?;
+    if b.iter().take(HEADER_LEN).any(|x| *x != 0) {
+        return Ok(false);
+    }
+    let sector = crate::io::sim::SECTOR;
+    let mut ps = MIN_PAGE_SIZE as usize;
+    while ps <= MAX_PAGE_SIZE as usize {
+        let img = creation_image(ps);
+        let fits = b.len() <= img.len()
+            && b.chunks(sector)
+                .zip(img.chunks(sector))
+                .all(|(got, want)| got.iter().all(|x| *x == 0) || want.get(..got.len()) == Some(got));
+        if fits {
+            return Ok(true);
+        }
+        ps *= 2;
+    }
+    Ok(false)
 }
 
 /// Reads the free-list chain of a snapshot.

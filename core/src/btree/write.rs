@@ -549,7 +549,12 @@ impl WriteTxn {
     /// Commits: after this returns, the changes are durable and visible to
     /// every new snapshot, in this process and others.
     pub fn commit(mut self) -> Result<()> {
-        let r = self.commit_inner();
+        // A storage write of this transaction may have failed already.
+        let r = if self.shared.poisoned.load(Ordering::SeqCst) {
+            Err(Error::new(ErrorKind::Closed, "a write of this transaction failed with an i/o error; reopen the store"))
+        } else {
+            self.commit_inner()
+        };
         let r = self.poison(r);
         self.finish();
         r

@@ -207,6 +207,8 @@ impl Storage for FileStorage {
     fn oldest_pin(&self, below: u64) -> Result<Option<u64>> {
         // Pins of this handle are also counted here (the only record where
         // OFD locks do not exist).
+        // Lock ranges are signed 64-bit: keep PIN_BASE + limit representable.
+        let below = below.min(i64::MAX as u64 - PIN_BASE);
         let mut found = self.counts.oldest_pin(below);
         let mut limit = found.unwrap_or(below);
         // Each probe reports some pin below `limit`; narrowing finds the lowest.
