@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: demo test test-rust lint crash-long bench deps
+.PHONY: demo test test-rust lint corpus-check corpus crash-long bench deps
 
 deps:
 	@command -v cargo >/dev/null || { echo "cargo is missing: install rustup (https://rustup.rs)"; exit 1; }
@@ -12,7 +12,15 @@ demo: deps
 	$(CARGO) build --release --locked -p bale-cli
 	./scripts/demo.sh target/release/bale
 
-test: deps lint test-rust
+test: deps lint corpus-check test-rust
+
+# Regenerates the current-version corpus in memory and fails on any byte of drift.
+corpus-check:
+	$(CARGO) run --locked -q -p bale-corpus -- check tests/corpus
+
+# Rewrites the current-version corpus (commit the result).
+corpus:
+	$(CARGO) run --locked -q -p bale-corpus -- generate tests/corpus
 
 lint:
 	$(CARGO) fmt --all --check

@@ -114,6 +114,7 @@ impl Drop for Shared {
 
 pub(crate) struct Shared {
     pub backend: RwLock<Arc<Backend>>,
+    pub version: u16,
     pub geo: Geometry,
     pub block_log2: u8,
     pub opts: Options,
@@ -225,6 +226,7 @@ impl Store {
         Ok(Store {
             shared: Arc::new(Shared {
                 backend: RwLock::new(Arc::new(backend)),
+                version: h.version,
                 geo,
                 block_log2: h.block_log2,
                 opts,
@@ -233,6 +235,11 @@ impl Store {
                 path,
             }),
         })
+    }
+
+    /// The format version of the file, from its header.
+    pub fn format_version(&self) -> u16 {
+        self.shared.version
     }
 
     pub fn page_size(&self) -> u32 {

@@ -1,0 +1,174 @@
+//! bale-corpus: writes the golden corpus of `tests/corpus` and checks that
+//! the checked-in files are what this build writes.
+//!
+//! usage: bale-corpus generate DIR | bale-corpus check DIR
+//!
+//! Writers are deterministic (seeded generator, no clocks), so `check`
+//! regenerates every case of the current format version and compares it
+//! byte for byte. Directories of older format versions are frozen: `check`
+//! leaves them alone and the runners keep reading them.
+
+mod cases;
+mod damage;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use serde_json::{Value, json};
+
+pub const PRODUCER: &str =
+    concat!("bale-corpus ", env!("CARGO_PKG_VERSION"), " (cargo run -p bale-corpus -- generate tests/corpus)");
+
+/// One file of the corpus, as bytes, with its manifest entry.
+pub struct Output {
+    pub path: String,
+    pub bytes: Vec<u8>,
+}
+
+fn to_hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The canonical JSON of a store's expected content: sorted pairs as hex.
+pub fn expected_json(page_size: u32, entries: &std::collections::BTreeMap<Vec<u8>, Vec<u8>>) -> Vec<u8> {
+    let pairs: Vec<Value> = entries.iter().map(|(k, v)| json!([to_hex(k), to_hex(v)])).collect();
+    let doc = json!({
+        "kind": "store",
+        "format_version": bale::btree::FORMAT_VERSION,
+        "page_size": page_size,
+        "count": entries.len(),
+        "entries": pairs,
+    });
+    let mut s = serde_json::to_string_pretty(&doc).expect("json");
+    s.push('\n');
+    s.into_bytes()
+}
+
+/// Every file of the corpus, the manifest last.
+fn build() -> Vec<Output> {
+    let mut files = Vec::new();
+    let mut entries = Vec::new();
+    for case in cases::valid() {
+        let v = format!("tree/v{}", bale::btree::FORMAT_VERSION);
+        let file = format!("{v}/{}.bale", case.id);
+        let expect = format!("{v}/{}.json", case.id);
+        entries.push(json!({
+            "id": case.id,
+            "kind": "store",
+            "file": file,
+            "format_version": bale::btree::FORMAT_VERSION,
+            "producer": PRODUCER,
+            "made": case.made,
+            "expect": expect,
+        }));
+        files.push(Output { path: file, bytes: case.bytes });
+        files.push(Output { path: expect, bytes: expected_json(case.page_size, &case.entries) });
+    }
+    for case in damage::invalid() {
+        let file = format!("invalid/tree/v{}/{}.bale", bale::btree::FORMAT_VERSION, case.id);
+        entries.push(json!({
+            "id": case.id,
+            "kind": "store",
+            "file": file,
+            "format_version": bale::btree::FORMAT_VERSION,
+            "producer": PRODUCER,
+            "made": case.made,
+            "error": case.error,
+        }));
+        files.push(Output { path: file, bytes: case.bytes });
+    }
+    let manifest = json!({
+        "_comment": concat!(
+            "bale golden corpus. Each case names a file. A runner opens it read-only through its public API ",
+            "(no memory map where that is an option), reads every entry in key order with its value whole, ",
+            "and compares with `expect` (canonical JSON: sorted [key, value] pairs in hex) or, for `error` ",
+            "cases, checks that the first error raised by those steps has that code. Regenerate with ",
+            "`cargo run -p bale-corpus -- generate tests/corpus`; `make corpus-check` fails on drift."
+        ),
+        "cases": entries,
+    });
+    let mut m = serde_json::to_string_pretty(&manifest).expect("json");
+    m.push('\n');
+    files.push(Output { path: "manifest.json".into(), bytes: m.into_bytes() });
+    files
+}
+
+fn generate(dir: &Path) -> std::io::Result<usize> {
+    let files = build();
+    for f in &files {
+        let p = dir.join(&f.path);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&p, &f.bytes)?;
+    }
+    Ok(files.len())
+}
+
+/// Lists the differences between `dir` and a fresh build.
+fn check(dir: &Path) -> std::io::Result<Vec<String>> {
+    let mut drift = Vec::new();
+    let files = build();
+    let current = format!("v{}", bale::btree::FORMAT_VERSION);
+    for f in &files {
+        match std::fs::read(dir.join(&f.path)) {
+            Ok(b) if b == f.bytes => {}
+            Ok(_) => drift.push(format!("{} differs from what this build writes", f.path)),
+            Err(_) => drift.push(format!("{} is missing", f.path)),
+        }
+    }
+    // Files of the current version that the generator no longer writes.
+    let known: std::collections::BTreeSet<PathBuf> = files.iter().map(|f| PathBuf::from(&f.path)).collect();
+    for sub in [format!("tree/{current}"), format!("invalid/tree/{current}")] {
+        let Ok(rd) = std::fs::read_dir(dir.join(&sub)) else { continue };
+        for e in rd.flatten() {
+            let rel = PathBuf::from(&sub).join(e.file_name());
+            if !known.contains(&rel) {
+                drift.push(format!("{} is not written by this build (stale?)", rel.display()));
+            }
+        }
+    }
+    Ok(drift)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    let (Some(cmd), Some(dir)) = (args.get(1), args.get(2)) else {
+        eprintln!("usage: bale-corpus generate DIR | bale-corpus check DIR");
+        return ExitCode::from(2);
+    };
+    let dir = Path::new(dir);
+    match cmd.as_str() {
+        "generate" => match generate(dir) {
+            Ok(n) => {
+                println!("wrote {n} files under {}", dir.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("bale-corpus: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        "check" => match check(dir) {
+            Ok(d) if d.is_empty() => {
+                println!("corpus at {} is up to date", dir.display());
+                ExitCode::SUCCESS
+            }
+            Ok(d) => {
+                for line in d {
+                    eprintln!("drift: {line}");
+                }
+                eprintln!("run `cargo run -p bale-corpus -- generate {}` and commit the result", dir.display());
+                ExitCode::FAILURE
+            }
+            Err(e) => {
+                eprintln!("bale-corpus: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        _ => {
+            eprintln!("usage: bale-corpus generate DIR | bale-corpus check DIR");
+            ExitCode::from(2)
+        }
+    }
+}
