@@ -8,6 +8,8 @@ use bale::io::sim::SimRng;
 use bale::{Options, Store, WriteTxn};
 
 pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+/// One write transaction of a case, applied to the store and the model.
+pub type Commit = Box<dyn FnOnce(&mut WriteTxn, &mut Model)>;
 
 pub struct Case {
     pub id: &'static str,
@@ -19,7 +21,7 @@ pub struct Case {
 
 /// Runs `commits` (each a closure over one write transaction and the model)
 /// on a fresh in-memory store; returns the file bytes and the model.
-pub fn build(page_size: u32, commits: Vec<Box<dyn FnOnce(&mut WriteTxn, &mut Model)>>) -> (Vec<u8>, Model) {
+pub fn build(page_size: u32, commits: Vec<Commit>) -> (Vec<u8>, Model) {
     let mem = MemStorage::new();
     let store = Store::open_storage(Arc::new(mem.clone()), Options { page_size, mmap: false, ..Options::create() })
         .expect("create");
@@ -69,8 +71,6 @@ fn text(n: usize) -> Vec<u8> {
     v.truncate(n);
     v
 }
-
-type Commit = Box<dyn FnOnce(&mut WriteTxn, &mut Model)>;
 
 fn keyed(n: u64, seed: u64) -> Commit {
     Box::new(move |w, m| {
