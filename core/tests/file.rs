@@ -187,3 +187,49 @@ fn handles_and_transactions_cross_threads() {
     }
     assert!(bale::btree::check(&s).unwrap().is_ok());
 }
+
+#[test]
+fn owned_ranges_and_values_outlive_no_borrow() {
+    use bale::btree::{Fetch, Item, OwnedRange, OwnedValue};
+    use std::io::{Read, Seek, SeekFrom};
+    use std::ops::Bound;
+    let p = tmp("owned");
+    let s = Store::open(&p, Options::create()).unwrap();
+    let mut w = s.write().unwrap();
+    for i in 0..1000u32 {
+        w.put(format!("k{i:04}").as_bytes(), &i.to_le_bytes()).unwrap();
+    }
+    let big: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    w.put(b"k0500x", &big).unwrap();
+    w.commit().unwrap();
+    let txn = std::sync::Arc::new(s.read().unwrap());
+    // Forward across several internal batches, bounded both sides.
+    let r = OwnedRange::new(
+        txn.clone(),
+        Bound::Excluded(b"k0100".to_vec()),
+        Bound::Included(b"k0900".to_vec()),
+        false,
+        Fetch::InlineValues,
+    );
+    let items: Vec<_> = r.map(|e| e.unwrap()).collect();
+    assert_eq!(items.len(), 801);
+    assert_eq!(items[0].0, b"k0101");
+    assert_eq!(items[400].0, b"k0500x");
+    assert_eq!(items[400].1, Some(Item::Large(300_000)));
+    assert_eq!(items.last().unwrap().0, b"k0900");
+    // Reverse, prefix, limit, keys only.
+    let keys: Vec<Vec<u8>> =
+        OwnedRange::prefix(txn.clone(), b"k05", true, Fetch::Keys).limit(3).map(|e| e.unwrap().0).collect();
+    assert_eq!(keys, vec![b"k0599".to_vec(), b"k0598".to_vec(), b"k0597".to_vec()]);
+    // A later commit does not change the owned snapshot.
+    s.put(b"k0101", b"changed").unwrap();
+    let mut v = OwnedValue::open(txn.clone(), b"k0500x").unwrap().unwrap();
+    assert_eq!(v.len(), 300_000);
+    v.seek(SeekFrom::Start(70_000)).unwrap();
+    let mut buf = vec![0u8; 100_000];
+    v.read_exact(&mut buf).unwrap();
+    assert_eq!(buf, &big[70_000..170_000]);
+    assert_eq!(v.read_range(299_990, 100).unwrap(), &big[299_990..]);
+    let first = OwnedRange::new(txn, Bound::Unbounded, Bound::Unbounded, false, Fetch::Values).next().unwrap().unwrap();
+    assert_eq!(first, (b"k0000".to_vec(), Some(Item::Bytes(0u32.to_le_bytes().to_vec()))));
+}

@@ -144,6 +144,14 @@ impl<'a> ValueRef<'a> {
         matches!(self.v, Held::Large(_))
     }
 
+    /// The reference of a large value.
+    pub(crate) fn large_ref(&self) -> Option<super::page::LargeRef> {
+        match &self.v {
+            Held::Large(r) => Some(*r),
+            _ => None,
+        }
+    }
+
     /// The bytes when the value is inline, without copying.
     pub fn as_inline(&self) -> Option<&[u8]> {
         match &self.v {

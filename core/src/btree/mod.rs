@@ -6,6 +6,7 @@ mod cursor;
 mod freelist;
 pub mod meta;
 mod node;
+mod owned;
 pub mod page;
 mod read;
 mod snapshot;
@@ -20,6 +21,7 @@ pub use compact::{CompactReport, compact_into};
 pub use stat::{Stat, stat};
 
 pub use cursor::{Cursor, Range, ValueRef, ValueStream};
+pub use owned::{Fetch, Item, OwnedRange, OwnedValue};
 pub use read::{ReadOps, ReadTxn, prefix_end};
 pub use store::{Options, Store};
 pub use value::ValueReader;

@@ -18,6 +18,8 @@ pub const CODEC_LZ4: u8 = 1;
 /// three zero bytes, checksum of the stored bytes.
 pub const BLOCK_ENTRY: usize = 24;
 pub const MAX_INDEX_DEPTH: u8 = 8;
+/// Bytes of a block tried first when the block before did not compress.
+const SAMPLE: usize = 4096;
 
 /// Blocks listed by one level-0 index page.
 pub fn blocks_per_page(page_size: usize) -> u64 {
@@ -153,7 +155,7 @@ fn write_blocks(sink: &mut dyn PageSink, block_log2: u8, prefix: &[u8], rest: &m
     let mut packed = vec![0u8; lz4_flex::block::get_maximum_output_size(block)];
     let mut levels: Vec<Level> = vec![Level { buf: Vec::new(), count: 0, flushed: 0 }];
     let mut total: u64 = 0;
-    let (mut skip, mut misses) = (0u32, 0u32);
+    let mut last_missed = false;
     let mut pre = prefix;
     loop {
         let take = pre.len().min(block);
@@ -170,28 +172,25 @@ fn write_blocks(sink: &mut dyn PageSink, block_log2: u8, prefix: &[u8], rest: &m
         }
         let data = raw.get(..n).unwrap_or(&[]);
         let pages_of = |len: usize| len.div_ceil(ps);
-        // After blocks that did not compress, skip trying for a while
-        // (1, 3, 7, then 15 blocks): incompressible data costs little.
-        let c = if skip > 0 {
-            skip -= 1;
-            usize::MAX
-        } else {
+        // After a block that did not compress, first try a 4 KiB sample:
+        // incompressible data then costs little, and data that turns
+        // compressible again is noticed at the next block.
+        let worth_trying = !last_missed || {
+            let sample = data.get(..SAMPLE.min(data.len())).unwrap_or(&[]);
+            let c = lz4_flex::block::compress_into(sample, &mut packed).unwrap_or(usize::MAX);
+            c < sample.len() - sample.len() / 8
+        };
+        let c = if worth_trying {
             lz4_flex::block::compress_into(data, &mut packed).unwrap_or(usize::MAX)
+        } else {
+            usize::MAX
         };
         // Compress only when it saves at least one page on disk.
         let (codec, stored) = match packed.get(..c) {
-            Some(p) if pages_of(c) < pages_of(n) => {
-                misses = 0;
-                (CODEC_LZ4, p)
-            }
-            _ => {
-                if c != usize::MAX {
-                    misses = (misses + 1).min(4);
-                    skip = (1u32 << misses) - 1;
-                }
-                (CODEC_RAW, data)
-            }
+            Some(p) if pages_of(c) < pages_of(n) => (CODEC_LZ4, p),
+            _ => (CODEC_RAW, data),
         };
+        last_missed = codec == CODEC_RAW;
         let npages = pages_of(stored.len()) as u64;
         let start = sink.alloc(npages)?;
         let mut out = Vec::with_capacity(npages as usize * ps);
