@@ -118,19 +118,20 @@ impl OwnedRange {
         if self.limit == Some(0) {
             return Ok(None);
         }
-        if self.buf.is_empty() && !self.done {
-            if let Err(e) = self.refill() {
-                // Errors are sticky: the iteration ends here.
-                self.done = true;
-                self.buf.clear();
-                return Err(e);
-            }
+        if self.buf.is_empty()
+            && !self.done
+            && let Err(e) = self.refill()
+        {
+            // Errors are sticky: the iteration ends here.
+            self.done = true;
+            self.buf.clear();
+            return Err(e);
         }
         let next = self.buf.pop_front();
-        if next.is_some() {
-            if let Some(l) = &mut self.limit {
-                *l -= 1;
-            }
+        if next.is_some()
+            && let Some(l) = &mut self.limit
+        {
+            *l -= 1;
         }
         Ok(next)
     }
