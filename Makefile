@@ -2,6 +2,10 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
+# Each host package adds its suite to BINDING_TESTS in its own make/*.mk.
+BINDING_TESTS :=
+include $(wildcard make/*.mk)
+
 .PHONY: demo test test-rust lint corpus-check corpus crash-long bench deps
 
 deps:
@@ -10,9 +14,9 @@ deps:
 
 demo: deps
 	$(CARGO) build --release --locked -p bale-cli
-	./scripts/demo.sh target/release/bale
+	./scripts/demo.sh $${CARGO_TARGET_DIR:-target}/release/bale
 
-test: deps lint corpus-check test-rust
+test: deps lint corpus-check test-rust $(BINDING_TESTS)
 
 # Regenerates the current-version corpus in memory and fails on any byte of drift.
 corpus-check:

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::read::{ReadOps, ReadTxn};
 use super::store::{Options, Store};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::io::Storage;
 
 /// Entries and inline bytes copied per commit, so memory stays bounded.
@@ -52,6 +52,7 @@ impl Store {
     /// writes fail with `CONFLICT`.
     #[cfg(unix)]
     pub fn compact(&self) -> Result<CompactReport> {
+        use crate::error::Error;
         use crate::io::{FileOptions, FileStorage, sync_parent};
         let path =
             self.path().ok_or_else(|| Error::invalid("compact needs a store opened from a file path"))?.to_path_buf();

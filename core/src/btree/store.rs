@@ -380,6 +380,7 @@ impl Store {
     }
 
     /// Replaces the storage after a compaction.
+    #[cfg(unix)]
     pub(crate) fn install(&self, storage: Arc<dyn Storage>) {
         let be = Backend { storage, use_map: self.shared.opts.mmap, map: Mutex::new(None) };
         *self.shared.backend.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(be);

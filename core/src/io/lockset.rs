@@ -56,6 +56,7 @@ impl LockSet {
     }
 
     /// Returns true when this is the first pin of `txn`.
+    #[cfg_attr(not(unix), allow(dead_code))]
     pub fn pin_first(&self, txn: u64) -> bool {
         let mut pins = guard(&self.pins);
         let n = pins.entry(txn).or_insert(0);
