@@ -233,3 +233,26 @@ fn owned_ranges_and_values_outlive_no_borrow() {
     let first = OwnedRange::new(txn, Bound::Unbounded, Bound::Unbounded, false, Fetch::Values).next().unwrap().unwrap();
     assert_eq!(first, (b"k0000".to_vec(), Some(Item::Bytes(0u32.to_le_bytes().to_vec()))));
 }
+
+#[test]
+fn closing_a_second_handle_keeps_the_first_handles_locks() {
+    let p = tmp("double-open");
+    let a = Store::open(&p, Options::create()).unwrap();
+    a.put(b"k", b"v1").unwrap();
+    let held = a.write().unwrap();
+    let snap = a.read().unwrap();
+    // Open and close another handle on the same file (the POSIX fcntl trap
+    // would drop every lock of the process here).
+    let b = Store::open(&p, Options::default()).unwrap();
+    assert_eq!(b.get(b"k").unwrap().unwrap(), b"v1");
+    drop(b);
+    let c = Store::open(&p, Options::default()).unwrap();
+    assert_eq!(c.write().err().unwrap().kind(), ErrorKind::Locked);
+    drop(held);
+    // The snapshot pinned by `a` still protects its pages from reuse.
+    for i in 0..20u32 {
+        c.put(b"k", format!("v{}", i + 2).as_bytes()).unwrap();
+    }
+    assert_eq!(snap.get(b"k").unwrap().unwrap().to_vec().unwrap(), b"v1");
+    assert!(bale::btree::check(&c).unwrap().is_ok());
+}
