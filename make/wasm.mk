@@ -1,0 +1,48 @@
+# The WebAssembly package (bindings/wasm): a read-only reader of tree-store
+# files for the browser and Node, as one ES module (wasm-bindgen --target web)
+# with its .d.ts, generated into bindings/wasm/pkg (not committed).
+#
+#   make test-wasm       install what is missing, build the module, run the
+#                        Node suite and the headless-Chromium suite
+#   make wasm-pkg        build bindings/wasm/pkg only
+#   make wasm-inspector  build, then serve the inspector page on 127.0.0.1
+#
+# Installs when missing: the wasm32 target, the wasm-bindgen CLI of the
+# version Cargo.lock pins, Debian's chromium, and playwright-core (npm ci).
+# Nothing is skipped: a missing browser or corpus fails the run.
+
+BINDING_TESTS += test-wasm
+
+WASM_DIR := bindings/wasm
+WASM_PKG := $(WASM_DIR)/pkg
+WASM_TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
+WASM_ARTIFACT := $(WASM_TARGET_DIR)/wasm32-unknown-unknown/release/bale_wasm.wasm
+WASM_BINDGEN_VERSION = $(shell grep -A1 '^name = "wasm-bindgen"$$' Cargo.lock | sed -n 's/^version = "\(.*\)"/\1/p')
+WASM_TESTS := tests/wasm/node.test.mjs tests/browser/chromium.test.mjs
+
+.PHONY: test-wasm wasm-pkg wasm-tools wasm-inspector
+
+wasm-tools:
+	@command -v node >/dev/null || { echo "node is missing: install Node.js >= 20"; exit 1; }
+	@rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+	@want="wasm-bindgen $(WASM_BINDGEN_VERSION)"; \
+	if [ "$$(wasm-bindgen --version 2>/dev/null)" != "$$want" ]; then \
+		echo "installing $$want (cargo install, about 2 minutes)"; \
+		$(CARGO) install wasm-bindgen-cli --version "$(WASM_BINDGEN_VERSION)" --locked --no-default-features; \
+	fi
+	@command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
+
+# playwright-core only; no browser download (the tests use Debian's chromium).
+$(WASM_DIR)/node_modules/.package-lock.json: $(WASM_DIR)/package.json $(WASM_DIR)/package-lock.json
+	cd $(WASM_DIR) && npm ci --no-audit --no-fund
+
+wasm-pkg: wasm-tools
+	$(CARGO) build -p bale-wasm --target wasm32-unknown-unknown --release --locked
+	wasm-bindgen --target web --out-dir $(WASM_PKG) $(WASM_ARTIFACT)
+
+test-wasm: wasm-pkg $(WASM_DIR)/node_modules/.package-lock.json
+	node --test $(WASM_TESTS)
+
+wasm-inspector: wasm-pkg
+	@echo "bale inspector: http://127.0.0.1:8765/www/ (Ctrl-C to stop)"
+	python3 -m http.server --bind 127.0.0.1 --directory $(WASM_DIR) 8765

@@ -1,0 +1,192 @@
+// The wasm package in real headless Chromium (Debian's chromium driven by
+// playwright-core): the inspector page opens files chosen with
+// <input type=file>, its worker reading them lazily; the golden corpus is
+// walked in a worker through the Blob backend; screenshots are kept in
+// target/browser-artifacts/.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, extname, join, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { BIG_LEN, SMALL_KEYS, makeBigStore, smallKey, smallValue } from '../wasm/big-store.mjs';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const REPO = resolve(HERE, '../..');
+const WASM = join(REPO, 'bindings/wasm');
+const CORPUS = process.env.CORPUS_DIR ? resolve(process.env.CORPUS_DIR) : join(REPO, 'tests/corpus');
+const TARGET = process.env.CARGO_TARGET_DIR ? resolve(REPO, process.env.CARGO_TARGET_DIR) : join(REPO, 'target');
+const ARTIFACTS = process.env.BROWSER_ARTIFACTS ? resolve(process.env.BROWSER_ARTIFACTS) : join(TARGET, 'browser-artifacts');
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const FLAGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+// Missing pieces fail the run, never skip it.
+const manifest = JSON.parse(readFileSync(join(CORPUS, 'manifest.json'), 'utf8'));
+assert.ok(existsSync(join(WASM, 'pkg/bale_wasm.js')), 'bindings/wasm/pkg is missing: run make test-wasm');
+assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install chromium`);
+const { chromium } = createRequire(join(WASM, 'package.json'))('playwright-core');
+
+const TYPES = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.json': 'application/json',
+  '.wasm': 'application/wasm',
+  '.css': 'text/css',
+};
+// URL prefix -> directory. The inspector lives at /www/ and imports ../pkg/.
+const ROOTS = [
+  ['/corpus/', CORPUS],
+  ['/tests/', join(REPO, 'tests')],
+  ['/', WASM],
+];
+
+function serve(req, res) {
+  const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+  const [prefix, dir] = ROOTS.find(([p]) => path.startsWith(p));
+  const file = resolve(dir, `.${path.slice(prefix.length - 1)}`);
+  if ((file !== dir && !file.startsWith(dir + sep)) || !existsSync(file) || !statSync(file).isFile()) {
+    res.writeHead(404).end('not found');
+    return;
+  }
+  res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-store' });
+  res.end(readFileSync(file));
+}
+
+let server;
+let base;
+let browser;
+let profile;
+
+before(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  server = createServer(serve);
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  base = `http://127.0.0.1:${server.address().port}`;
+  profile = mkdtempSync(join(tmpdir(), 'bale-chromium-'));
+  browser = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: FLAGS,
+    viewport: { width: 1280, height: 900 },
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  await new Promise((ok) => (server ? server.close(ok) : ok()));
+  if (profile) rmSync(profile, { recursive: true, force: true });
+});
+
+/** A page whose uncaught errors and console errors fail the test. */
+async function newPage() {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+  page.on('console', (m) => m.type() === 'error' && errors.push(`console: ${m.text()}`));
+  return { page, errors };
+}
+
+async function inspect(page, file, key) {
+  await page.goto(`${base}/www/index.html`);
+  if (key !== undefined) await page.fill('#key', key);
+  await page.setInputFiles('#file', file);
+  await page.waitForSelector('body[data-state]', { timeout: 60000 });
+  return page.evaluate(() => ({ state: document.body.dataset.state, code: document.body.dataset.code, report: window.baleReport, status: document.getElementById('status').textContent }));
+}
+
+test('inspector: a corpus store chosen with <input type=file>', async () => {
+  const { page, errors } = await newPage();
+  const c = manifest.cases.find((x) => x.id === 'thousands');
+  const want = JSON.parse(readFileSync(join(CORPUS, c.expect), 'utf8'));
+  const r = await inspect(page, join(CORPUS, c.file), 'key-000042');
+  assert.equal(r.state, 'ready', r.status);
+  assert.equal(r.report.count, want.count);
+  assert.equal(r.report.stat.entries, want.count);
+  assert.equal(r.report.pageSize, want.page_size);
+  const firstKeys = want.entries.slice(0, r.report.keys.length).map(([k]) => Buffer.from(k, 'hex').toString());
+  const shown = await page.$$eval('#keys td.key', (tds) => tds.map((td) => td.textContent));
+  assert.deepEqual(shown, firstKeys);
+  const v42 = want.entries.find(([k]) => Buffer.from(k, 'hex').toString() === 'key-000042')[1];
+  assert.equal(r.report.lookup.length, v42.length / 2);
+  // Check, and a lookup typed after opening.
+  await page.click('#check');
+  await page.waitForFunction(() => window.baleCheck !== undefined);
+  assert.equal(await page.evaluate(() => window.baleCheck.ok), true);
+  await page.fill('#key', 'key-001999');
+  await page.click('#get');
+  await page.waitForFunction(() => window.baleLookup !== undefined);
+  assert.equal(await page.evaluate(() => window.baleLookup.found), true);
+  await page.screenshot({ path: join(ARTIFACTS, 'inspector-corpus.png'), fullPage: true });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('inspector: a damaged file shows its error code', async () => {
+  const { page, errors } = await newPage();
+  for (const id of ['wrong-magic', 'future-version', 'truncated-half']) {
+    const c = manifest.cases.find((x) => x.id === id);
+    const r = await inspect(page, join(CORPUS, c.file));
+    assert.equal(r.state, 'error', `${id}: ${r.status}`);
+    assert.equal(r.code, c.error, `${id}: ${r.status}`);
+  }
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('corpus: every case opened from a Blob in a Web Worker', async () => {
+  const { page, errors } = await newPage();
+  await page.goto(`${base}/tests/browser/corpus.html`);
+  await page.waitForFunction(() => window.corpusRun !== undefined, null, { timeout: 120000 });
+  const run = await page.evaluate(() => window.corpusRun);
+  await page.screenshot({ path: join(ARTIFACTS, 'corpus.png'), fullPage: true });
+  assert.equal(run.error, undefined);
+  assert.equal(run.results.length, manifest.cases.length);
+  assert.ok(run.results.length >= 20);
+  const bad = run.results.filter((r) => !r.ok).map((r) => `${r.id}: ${r.detail}`);
+  assert.deepEqual(bad, []);
+  assert.ok(run.results.some((r) => r.kind === 'valid') && run.results.some((r) => r.kind === 'invalid'));
+  // The main thread has no FileReaderSync: a clear INVALID_ARGUMENT error.
+  assert.equal(run.main.fromBlob, 'true/BaleError/INVALID_ARGUMENT');
+  assert.equal(run.main.fromBytes, 1);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('inspector: a ~1 GiB store opens reading a few pages', async () => {
+  const big = await makeBigStore();
+  try {
+    const { page, errors } = await newPage();
+    const key = smallKey(1234);
+    const r = await inspect(page, big.path, key);
+    assert.equal(r.state, 'ready', r.status);
+    assert.ok(r.report.size > BIG_LEN);
+    assert.equal(r.report.count, SMALL_KEYS + 1);
+    assert.equal(r.report.lookup.found, true);
+    assert.equal(Buffer.from(Object.values(r.report.lookup.preview)).toString(), smallValue(1234).slice(0, 24));
+    const ps = r.report.pageSize;
+    const ol = r.report.openAndLookup;
+    console.log(`browser, 1 GiB store (${r.report.size} bytes): open + get(${key}) read ${ol.bytes} bytes in ${ol.reads} reads; stat read ${r.report.statRead.bytes} bytes`);
+    assert.ok(ol.bytes <= 8 * ps, `open + get read ${ol.bytes} bytes`);
+    assert.ok(ol.reads <= 8, `${ol.reads} reads`);
+    // stat walks the tree and the big value's block index, never its blocks.
+    assert.equal(r.report.stat.largeValues, 1);
+    assert.ok(r.report.statRead.bytes < 4 << 20, `stat read ${r.report.statRead.bytes} bytes`);
+    await page.screenshot({ path: join(ARTIFACTS, 'inspector-1gib.png'), fullPage: true });
+    assert.deepEqual(errors, []);
+    await page.close();
+  } finally {
+    big.cleanup();
+  }
+});

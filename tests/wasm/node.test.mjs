@@ -1,0 +1,323 @@
+// The wasm package (ES module built with `wasm-bindgen --target web`) in
+// Node: the golden corpus through both the in-memory and the lazy backend,
+// the API, error mapping, and lazy reads of a ~1 GiB store.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { closeSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import {
+  initSync,
+  Store,
+  open,
+  errorCodes,
+  errorForCode,
+  formatVersion,
+  version,
+} from '../../bindings/wasm/pkg/bale_wasm.js';
+import { canonical, runCorpus } from './corpus.js';
+import { BIG_KEY, BIG_LEN, SMALL_KEYS, bigBytes, makeBigStore, smallKey, smallValue } from './big-store.mjs';
+
+const hex = (b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
+const HERE = dirname(fileURLToPath(import.meta.url));
+initSync({ module: readFileSync(new URL('../../bindings/wasm/pkg/bale_wasm_bg.wasm', import.meta.url)) });
+
+// A missing corpus fails the run: readFileSync throws.
+const CORPUS = process.env.CORPUS_DIR ? resolve(process.env.CORPUS_DIR) : join(HERE, '..', 'corpus');
+const manifest = JSON.parse(readFileSync(join(CORPUS, 'manifest.json'), 'utf8'));
+const expected = (c) => JSON.parse(readFileSync(join(CORPUS, c.expect), 'utf8'));
+const caseBytes = (id) => readFileSync(join(CORPUS, manifest.cases.find((c) => c.id === id).file));
+
+const ALL_CODES = [
+  'NOT_FOUND', 'CORRUPT', 'CHECKSUM_MISMATCH', 'UNSUPPORTED_VERSION', 'NOT_A_BALE_FILE', 'LOCKED',
+  'INVALID_ARGUMENT', 'TOO_LARGE', 'CONFLICT', 'CLOSED', 'IO',
+];
+
+/** A store over a file read lazily with fs.readSync. */
+function openLazy(path) {
+  const fd = openSync(path, 'r');
+  const size = fstatSync(fd).size;
+  const store = Store.fromReader(size, (offset, length) => {
+    const buf = new Uint8Array(length);
+    let got = 0;
+    while (got < length) {
+      const n = readSync(fd, buf, got, length - got, offset + got);
+      if (n === 0) break;
+      got += n;
+    }
+    return buf.subarray(0, got);
+  });
+  return { store, close: () => closeSync(fd) };
+}
+
+function assertBaleError(fn, code, re) {
+  let thrown;
+  try {
+    fn();
+  } catch (e) {
+    thrown = e;
+  }
+  assert.ok(thrown !== undefined, `expected a ${code} error`);
+  assert.ok(thrown instanceof Error, `threw a non-Error: ${String(thrown)}`);
+  assert.equal(thrown.name, 'BaleError');
+  assert.equal(thrown.code, code, thrown.message);
+  if (re) assert.match(thrown.message, re);
+  return thrown;
+}
+
+function checkCorpusResults(results) {
+  assert.ok(results.length >= 20, `only ${results.length} corpus cases`);
+  const bad = results.filter((r) => !r.ok).map((r) => `${r.id}: ${r.detail}`);
+  assert.deepEqual(bad, []);
+  assert.ok(results.some((r) => r.kind === 'valid') && results.some((r) => r.kind === 'invalid'));
+}
+
+test('module exports', () => {
+  assert.equal(formatVersion(), 1);
+  assert.match(version(), /^\d+\.\d+\.\d+/);
+});
+
+test('corpus: every case from a Uint8Array', async () => {
+  const results = await runCorpus(manifest, (c) => Store.fromBytes(readFileSync(join(CORPUS, c.file))), expected);
+  checkCorpusResults(results);
+});
+
+test('corpus: every case read lazily through a read callback', async () => {
+  const fds = [];
+  const results = await runCorpus(
+    manifest,
+    (c) => {
+      const h = openLazy(join(CORPUS, c.file));
+      fds.push(h);
+      return h.store;
+    },
+    expected,
+  );
+  for (const h of fds) h.close();
+  checkCorpusResults(results);
+  for (const r of results.filter((r) => r.bytesRead !== undefined)) {
+    assert.ok(r.bytesRead > 0, `${r.id}: no bytes counted`);
+  }
+});
+
+test('corpus: open() takes Uint8Array and ArrayBuffer', () => {
+  const b = caseBytes('one-key');
+  const s = open(b);
+  assert.deepEqual(Buffer.from(s.get('hello')).toString(), 'world');
+  const ab = b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength);
+  assert.equal(open(ab).count, 1);
+  assertBaleError(() => open('not bytes'), 'INVALID_ARGUMENT');
+  assertBaleError(() => open(new Blob([b])), 'INVALID_ARGUMENT', /Web Worker/);
+});
+
+test('every core error kind maps to a JS Error with name and code', () => {
+  assert.deepEqual(errorCodes(), ALL_CODES);
+  for (const code of ALL_CODES) {
+    const e = errorForCode(code, 'what happened');
+    assert.ok(e instanceof Error);
+    assert.equal(e.name, 'BaleError');
+    assert.equal(e.code, code);
+    assert.equal(e.message, `${code}: what happened`);
+    assert.ok(typeof e.stack === 'string');
+  }
+  assertBaleError(() => errorForCode('NO_SUCH_CODE', 'x'), 'INVALID_ARGUMENT');
+});
+
+test('errors from real failures are thrown as BaleErrors', () => {
+  // Opening: every invalid corpus code is covered by the corpus tests.
+  assertBaleError(() => Store.fromBytes(new Uint8Array(0)), 'NOT_A_BALE_FILE');
+  const good = caseBytes('thousands');
+  assertBaleError(() => Store.fromBytes(good.subarray(0, 40)), 'CORRUPT', /truncated/);
+  // A leaf that fails its checksum names its page.
+  const flipped = Store.fromBytes(caseBytes('leaf-bit-flip'));
+  const e = assertBaleError(() => flipped.range().toArray(), 'CHECKSUM_MISMATCH');
+  assert.equal(typeof e.page, 'number');
+  // Arguments.
+  const s = Store.fromBytes(good);
+  assertBaleError(() => s.get(42), 'INVALID_ARGUMENT');
+  assertBaleError(() => s.range({ start: 'a' }), 'INVALID_ARGUMENT', /unknown range option "start"/);
+  assertBaleError(() => s.range({ gt: 'a', gte: 'b' }), 'INVALID_ARGUMENT');
+  assertBaleError(() => s.range({ lt: 'a', lte: 'b' }), 'INVALID_ARGUMENT');
+  assertBaleError(() => s.range({ limit: 1.5 }), 'INVALID_ARGUMENT');
+  assertBaleError(() => s.range({ reverse: 'yes' }), 'INVALID_ARGUMENT');
+  assertBaleError(() => s.range('gt'), 'INVALID_ARGUMENT');
+  assertBaleError(() => s.getRange('key-000001', -1, 4), 'INVALID_ARGUMENT');
+  assertBaleError(() => s.getRange('key-000001', 0, 2 ** 33), 'TOO_LARGE');
+  assertBaleError(() => Store.fromReader(-1, () => new Uint8Array()), 'INVALID_ARGUMENT');
+  // Closing: the store and its ranges.
+  const r = s.range();
+  const it = r[Symbol.iterator]();
+  assert.equal(it.next().done, false);
+  s.close();
+  s.close();
+  assert.equal(s.closed, true);
+  assertBaleError(() => s.get('key-000001'), 'CLOSED');
+  assertBaleError(() => s.count, 'CLOSED');
+  assertBaleError(() => it.next(), 'CLOSED');
+  assertBaleError(() => [...r], 'CLOSED');
+  // The read callback: a throw is IO, a short read is a truncated file.
+  assertBaleError(
+    () => Store.fromReader(good.length, () => {
+      throw new Error('disk on fire');
+    }),
+    'IO',
+    /disk on fire/,
+  );
+  assertBaleError(() => Store.fromReader(good.length, () => 'nope'), 'IO');
+  assertBaleError(() => Store.fromReader(good.length, (o, n) => good.subarray(o, o + Math.min(n, 100))), 'CORRUPT');
+  const lazy = Store.fromReader(good.length, (o, n) => good.subarray(o, o + n));
+  assert.equal(lazy.count, 2000);
+});
+
+test('get, has, valueLength and getRange', () => {
+  const doc = expected(manifest.cases.find((c) => c.id === 'large-values'));
+  const s = Store.fromBytes(caseBytes('large-values'));
+  assert.equal(s.count, doc.count);
+  for (const [k, v] of doc.entries) {
+    const key = Buffer.from(k, 'hex');
+    const value = Buffer.from(v, 'hex');
+    assert.equal(hex(s.get(key)), v);
+    assert.equal(s.has(key), true);
+    assert.equal(s.valueLength(key), value.length);
+    for (const [off, len] of [[0, 10], [1000, 5000], [value.length - 3, 10], [value.length + 5, 4], [65530, 20]]) {
+      assert.equal(hex(s.getRange(key, off, len)), hex(value.subarray(off, off + len)), `${k} ${off}+${len}`);
+    }
+  }
+  assert.equal(s.get('no such key'), undefined);
+  assert.equal(s.has('no such key'), false);
+  assert.equal(s.valueLength('no such key'), undefined);
+  assert.equal(s.getRange('no such key', 0, 1), undefined);
+  // Keys as string, Uint8Array and ArrayBuffer are the same key.
+  const one = Store.fromBytes(caseBytes('one-key'));
+  const k = new TextEncoder().encode('hello');
+  for (const key of ['hello', k, k.buffer]) assert.equal(Buffer.from(one.get(key)).toString(), 'world');
+});
+
+test('range options against a model of the expected entries', () => {
+  for (const id of ['thousands', 'binary-keys', 'deep-tree', 'empty']) {
+    const doc = expected(manifest.cases.find((c) => c.id === id));
+    const s = Store.fromBytes(caseBytes(id));
+    const all = doc.entries; // sorted [keyHex, valueHex]
+    const keyHexes = all.map(([k]) => k);
+    // Bounds: existing keys, their neighbours, and keys not in the store.
+    const probes = new Set(['', '00', 'ff', 'ffff']);
+    let seed = 12345;
+    const rnd = (n) => ((seed = (seed * 1103515245 + 12345) % 2147483648), seed % n);
+    for (let i = 0; i < 25 && keyHexes.length; i++) {
+      const k = keyHexes[rnd(keyHexes.length)];
+      probes.add(k);
+      probes.add(k.slice(0, Math.max(0, k.length - 2)));
+      probes.add(`${k}00`);
+    }
+    const pl = [...probes];
+    const pick = () => (rnd(3) === 0 ? undefined : pl[rnd(pl.length)]);
+    for (let i = 0; i < 150; i++) {
+      const o = {};
+      const lo = pick();
+      const hi = pick();
+      if (lo !== undefined) o[rnd(2) ? 'gt' : 'gte'] = lo;
+      if (hi !== undefined) o[rnd(2) ? 'lt' : 'lte'] = hi;
+      if (rnd(4) === 0) o.prefix = pl[rnd(pl.length)].slice(0, 2 * rnd(3));
+      if (rnd(2)) o.reverse = true;
+      if (rnd(3) === 0) o.limit = rnd(6) - 1;
+      let want = all.filter(
+        ([k]) =>
+          (o.gt === undefined || k > o.gt) &&
+          (o.gte === undefined || k >= o.gte) &&
+          (o.lt === undefined || k < o.lt) &&
+          (o.lte === undefined || k <= o.lte) &&
+          (o.prefix === undefined || k.startsWith(o.prefix)),
+      );
+      if (o.reverse) want = want.slice().reverse();
+      if (o.limit !== undefined && o.limit >= 0) want = want.slice(0, o.limit);
+      const opts = {};
+      for (const [name, v] of Object.entries(o)) opts[name] = typeof v === 'string' ? Buffer.from(v, 'hex') : v;
+      const label = `${id} ${JSON.stringify(o)}`;
+      const got = [...s.range(opts)].map(([k, v]) => [hex(k), hex(v)]);
+      assert.equal(canonical(got), canonical(want), label);
+      const keys = s.keys(opts).toArray().map(hex);
+      assert.deepEqual(keys, want.map(([k]) => k), label);
+    }
+    // A range is iterable again from the start, and iterators are independent.
+    const r = s.keys({ limit: 3 });
+    assert.deepEqual([...r].map(hex), [...r].map(hex));
+  }
+  // String bounds are UTF-8 keys.
+  const s = Store.fromBytes(caseBytes('thousands'));
+  assert.deepEqual(
+    [...s.keys({ gte: 'key-000010', lt: 'key-000013' })].map((k) => Buffer.from(k).toString()),
+    ['key-000010', 'key-000011', 'key-000012'],
+  );
+  assert.deepEqual(
+    [...s.keys({ prefix: 'key-00199', reverse: true, limit: 2 })].map((k) => Buffer.from(k).toString()),
+    ['key-001999', 'key-001998'],
+  );
+  assert.equal([...s.range({ gt: 'z' })].length, 0);
+  assert.equal([...s.range({ gt: 'key-000005', lt: 'key-000001' })].length, 0);
+  assert.equal([...s.range({ limit: -1 })].length, 2000);
+  assert.equal([...s.range({ limit: Infinity })].length, 2000);
+});
+
+test('stat and check', () => {
+  const s = Store.fromBytes(caseBytes('after-deletes'));
+  const st = s.stat();
+  assert.equal(st.entries, s.count);
+  assert.equal(st.pageSize, 4096);
+  assert.equal(st.formatVersion, 1);
+  assert.equal(st.fileBytes, caseBytes('after-deletes').length);
+  assert.ok(st.freePages > 0 && st.freeListPages > 0);
+  assert.ok(st.fill > 0 && st.fill <= 1);
+  for (const k of ['txn', 'filePages', 'depth', 'leafPages', 'branchPages', 'inlineValueBytes', 'largeValues']) {
+    assert.equal(typeof st[k], 'number', k);
+  }
+  const big = Store.fromBytes(caseBytes('large-values')).stat();
+  assert.equal(big.largeValues, 4);
+  assert.ok(big.largeValueBytes > 280000 && big.largePages > 0);
+  const c = s.check();
+  assert.equal(c.ok, true);
+  assert.deepEqual(c.problems, []);
+  assert.equal(c.entries, s.count);
+  // A damaged leaf is reported with its page, not thrown.
+  const bad = Store.fromBytes(caseBytes('leaf-bit-flip')).check();
+  assert.equal(bad.ok, false);
+  assert.ok(bad.problems.length > 0);
+  assert.equal(typeof bad.problems[0].page, 'number');
+  assert.match(bad.problems[0].message, /checksum/i);
+});
+
+test('a ~1 GiB store: open + one get read a few pages, not the file', async () => {
+  const big = await makeBigStore();
+  try {
+    const { store, close } = openLazy(big.path);
+    try {
+      assert.ok(store.fileBytes > BIG_LEN, `${store.fileBytes} bytes`);
+      const key = smallKey(1234);
+      const v = store.get(key);
+      const openAndGet = { bytes: store.bytesRead, reads: store.readCount };
+      console.log(`1 GiB store (${store.fileBytes} bytes): open + get(${key}) read ${openAndGet.bytes} bytes in ${openAndGet.reads} reads`);
+      assert.equal(Buffer.from(v).toString(), smallValue(1234));
+      // Header, both meta pages, and one page per tree level.
+      assert.ok(openAndGet.bytes <= 8 * store.pageSize, `open + get read ${openAndGet.bytes} bytes`);
+      assert.ok(openAndGet.reads <= 8, `${openAndGet.reads} reads`);
+      assert.equal(store.count, SMALL_KEYS + 1);
+      // A slice from the middle of the 1 GiB value: its block index and one block.
+      store.resetCounters();
+      assert.equal(store.valueLength(BIG_KEY), BIG_LEN);
+      const off = 512 * 1024 * 1024 + 12345;
+      assert.equal(hex(store.getRange(BIG_KEY, off, 1000)), hex(bigBytes(off, 1000)));
+      const sliceBytes = store.bytesRead;
+      console.log(`getRange(big, 512 MiB, 1000) read ${sliceBytes} bytes in ${store.readCount} reads`);
+      assert.ok(sliceBytes <= 65536 + 8 * store.pageSize, `slice read ${sliceBytes} bytes`);
+      // Listing keys reads leaves, never the value blocks.
+      store.resetCounters();
+      assert.equal(store.keys({ prefix: 'small/', limit: 10 }).toArray().length, 10);
+      assert.ok(store.bytesRead <= 8 * store.pageSize);
+      store.close();
+    } finally {
+      close();
+    }
+  } finally {
+    big.cleanup();
+  }
+});
