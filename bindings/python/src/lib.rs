@@ -1,9 +1,231 @@
 //! Python bindings of bale: the `bale._bale` extension module.
+//!
+//! Thin by design: every operation maps onto one core call. Rules kept
+//! throughout:
+//!
+//! - No lock is ever held while waiting for the GIL, and no thread waits
+//!   for a lock while holding the GIL unless the holder cannot need the GIL
+//!   (see `lock_txn`), so threads cannot deadlock against the interpreter.
+//! - The GIL is released around I/O and long work: opening, snapshots,
+//!   commits, large values, reads without a memory map, `put_stream` (which
+//!   takes the GIL back only to call the file object's `read`).
+//! - Every core object a handle owns is wrapped in [`ForkSafe`]: in a child
+//!   created by `fork` it is never used (operations raise `CLOSED`) and
+//!   never dropped, because dropping would release locks that the child
+//!   shares with its parent through the inherited open file descriptions.
 
+use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyDict, PyTuple};
+
+mod bytes;
+mod iter;
+mod store;
+mod txn;
+mod value;
+
+pub(crate) use bytes::Data;
+
+// ---------------------------------------------------------------- fork
+
+/// Incremented in every child process right after `fork`.
+static FORK_EPOCH: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn after_fork_in_child() {
+    FORK_EPOCH.fetch_add(1, Ordering::SeqCst);
+}
+
+pub(crate) fn fork_epoch() -> u64 {
+    FORK_EPOCH.load(Ordering::Relaxed)
+}
+
+/// A core object that belongs to the process that created it.
+pub(crate) struct ForkSafe<T> {
+    epoch: u64,
+    inner: ManuallyDrop<T>,
+}
+
+impl<T> ForkSafe<T> {
+    pub fn new(t: T) -> ForkSafe<T> {
+        ForkSafe { epoch: fork_epoch(), inner: ManuallyDrop::new(t) }
+    }
+
+    pub fn get(&self) -> PyResult<&T> {
+        check_fork(self.epoch)?;
+        Ok(&self.inner)
+    }
+
+    pub fn get_mut(&mut self) -> PyResult<&mut T> {
+        check_fork(self.epoch)?;
+        Ok(&mut self.inner)
+    }
+
+    /// The object, to consume it (a commit); `None` in a forked child.
+    pub fn into_inner(mut self) -> PyResult<T> {
+        check_fork(self.epoch)?;
+        // SAFETY: `self` is forgotten right after, so `inner` is taken once
+        // and never dropped again.
+        let t = unsafe { ManuallyDrop::take(&mut self.inner) };
+        std::mem::forget(self);
+        Ok(t)
+    }
+}
+
+impl<T> Drop for ForkSafe<T> {
+    fn drop(&mut self) {
+        if self.epoch == fork_epoch() {
+            // SAFETY: dropped exactly once, here; `into_inner` forgets `self`.
+            unsafe { ManuallyDrop::drop(&mut self.inner) }
+        }
+        // In a forked child the object is leaked on purpose (module docs).
+    }
+}
+
+pub(crate) fn check_fork(epoch: u64) -> PyResult<()> {
+    if epoch == fork_epoch() {
+        Ok(())
+    } else {
+        Python::attach(|py| {
+            Err(make_error(
+                py,
+                bale::ErrorKind::Closed.code(),
+                "this handle was opened in the parent process before a fork and cannot be used in the child; \
+                 open the store again in this process",
+                None,
+                None,
+            ))
+        })
+    }
+}
+
+// ---------------------------------------------------------------- errors
+
+static ERROR_CLASSES: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+
+fn error_classes(py: Python<'_>) -> PyResult<&Bound<'_, PyDict>> {
+    ERROR_CLASSES.import(py, "bale._support", "ERROR_CLASSES")
+}
+
+/// Builds the exception for a kind code; `args` default to `(str(err),)`.
+pub(crate) fn make_error(
+    py: Python<'_>,
+    code: &str,
+    message: &str,
+    page: Option<u64>,
+    args: Option<Bound<'_, PyTuple>>,
+) -> PyErr {
+    let build = || -> PyResult<PyErr> {
+        let classes = error_classes(py)?;
+        let cls = match classes.get_item(code)? {
+            Some(c) => c,
+            None => classes.get_item("")?.ok_or_else(|| PyTypeError::new_err("bale error classes missing"))?,
+        };
+        let args = match args {
+            Some(a) => a,
+            None => PyTuple::new(py, [format!("{code}: {message}")])?,
+        };
+        let exc = cls.call1(args)?;
+        exc.setattr("code", code)?;
+        exc.setattr("message", message)?;
+        exc.setattr("page", page)?;
+        Ok(PyErr::from_value(exc))
+    };
+    build().unwrap_or_else(|e| e)
+}
+
+/// The Python exception for a core error.
+pub(crate) fn to_py(py: Python<'_>, e: bale::Error) -> PyErr {
+    let args = match (e.kind(), e.io_error().and_then(|io| io.raw_os_error())) {
+        // OSError(errno, strerror) sets .errno and .strerror.
+        (bale::ErrorKind::Io, Some(errno)) => (errno, e.to_string()).into_pyobject(py).ok(),
+        _ => None,
+    };
+    make_error(py, e.code(), e.message(), e.page(), args)
+}
+
+/// `NotFoundError(key)`, the `KeyError` of a missing key.
+pub(crate) fn key_error(py: Python<'_>, key: &[u8]) -> PyErr {
+    let args = PyTuple::new(py, [PyBytes::new(py, key)]).ok();
+    make_error(py, bale::ErrorKind::NotFound.code(), "key not found", None, args)
+}
+
+pub(crate) fn closed_error(py: Python<'_>, what: &str) -> PyErr {
+    make_error(py, bale::ErrorKind::Closed.code(), what, None, None)
+}
+
+/// Converts a core result while attached.
+pub(crate) trait CoreResult<T> {
+    fn py(self, py: Python<'_>) -> PyResult<T>;
+}
+
+impl<T> CoreResult<T> for bale::Result<T> {
+    fn py(self, py: Python<'_>) -> PyResult<T> {
+        self.map_err(|e| to_py(py, e))
+    }
+}
+
+/// A failure inside a detached section: a core error, or a Python error
+/// raised by a callback (a file object's `read`).
+pub(crate) enum Fail {
+    Core(bale::Error),
+    Py(PyErr),
+}
+
+impl From<bale::Error> for Fail {
+    fn from(e: bale::Error) -> Fail {
+        Fail::Core(e)
+    }
+}
+
+impl Fail {
+    pub fn py(self, py: Python<'_>) -> PyErr {
+        match self {
+            Fail::Core(e) => to_py(py, e),
+            Fail::Py(e) => e,
+        }
+    }
+}
+
+/// The exception every `ErrorKind` maps to, for tests: proves the mapping
+/// covers `ErrorKind::ALL`.
+#[pyfunction]
+fn _error_for_code(py: Python<'_>, code: &str) -> PyResult<Py<PyAny>> {
+    let kind = bale::ErrorKind::ALL
+        .into_iter()
+        .find(|k| k.code() == code)
+        .ok_or_else(|| PyTypeError::new_err(format!("no error kind {code}")))?;
+    Ok(to_py(py, bale::Error::new(kind, "probe")).into_value(py).into_any())
+}
+
+// ---------------------------------------------------------------- module
 
 #[pymodule]
 fn _bale(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    static ATFORK: std::sync::Once = std::sync::Once::new();
+    ATFORK.call_once(|| {
+        // SAFETY: registers a handler that only increments an atomic, which
+        // is async-signal-safe as a fork child handler must be.
+        unsafe {
+            libc::pthread_atfork(None, None, Some(after_fork_in_child));
+        }
+    });
+    let py = m.py();
     m.add("FORMAT_VERSION", bale::btree::FORMAT_VERSION)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    let codes: Vec<&str> = bale::ErrorKind::ALL.iter().map(|k| k.code()).collect();
+    m.add("ERROR_CODES", PyTuple::new(py, codes)?)?;
+    m.add_function(wrap_pyfunction!(_error_for_code, m)?)?;
+    m.add_class::<store::Tree>()?;
+    m.add_class::<txn::Snapshot>()?;
+    m.add_class::<txn::Transaction>()?;
+    m.add_class::<iter::RangeIterator>()?;
+    m.add_class::<value::ValueReader>()?;
+    m.add_class::<store::Stat>()?;
+    m.add_class::<store::CheckReport>()?;
+    m.add_class::<store::CompactReport>()?;
     Ok(())
 }

@@ -1,0 +1,194 @@
+"""The Python half of bale: the exception classes and ValueFile."""
+
+from __future__ import annotations
+
+import io
+from typing import Any, ClassVar
+
+from . import _bale
+
+__all__ = [
+    "BaleError",
+    "NotFoundError",
+    "CorruptError",
+    "ChecksumMismatchError",
+    "UnsupportedVersionError",
+    "NotABaleFileError",
+    "LockedError",
+    "InvalidArgumentError",
+    "TooLargeError",
+    "ConflictError",
+    "ClosedError",
+    "IoError",
+    "ValueFile",
+    "ERROR_CLASSES",
+]
+
+
+class BaleError(Exception):
+    """Base of every error bale raises. ``code`` is the stable kind code
+    (``"CORRUPT"``, ``"LOCKED"``, ...), ``message`` says what happened and
+    what to do, ``page`` names the damaged page when there is one."""
+
+    code: str = ""
+    message: str = ""
+    page: int | None = None
+
+
+class NotFoundError(BaleError, KeyError):
+    """A key (or the store file) does not exist. Also a ``KeyError``."""
+
+    code = "NOT_FOUND"
+
+    def __str__(self) -> str:
+        if len(self.args) == 1 and isinstance(self.args[0], str):
+            return self.args[0]
+        return KeyError.__str__(self)
+
+
+class CorruptError(BaleError):
+    """Bytes on disk break a structural rule of the format."""
+
+    code = "CORRUPT"
+
+
+class ChecksumMismatchError(BaleError):
+    """A page or block failed its checksum."""
+
+    code = "CHECKSUM_MISMATCH"
+
+
+class UnsupportedVersionError(BaleError):
+    """A bale file of a kind or version this build cannot read."""
+
+    code = "UNSUPPORTED_VERSION"
+
+
+class NotABaleFileError(BaleError):
+    """The file is not a bale file (wrong magic, or empty)."""
+
+    code = "NOT_A_BALE_FILE"
+
+
+class LockedError(BaleError):
+    """Another handle or process holds the writer lock."""
+
+    code = "LOCKED"
+
+
+class InvalidArgumentError(BaleError):
+    """The operation cannot accept an argument (e.g. a write to a read-only store)."""
+
+    code = "INVALID_ARGUMENT"
+
+
+class TooLargeError(BaleError):
+    """A size limit was exceeded (key length, value length)."""
+
+    code = "TOO_LARGE"
+
+
+class ConflictError(BaleError):
+    """The store changed under this handle (e.g. compacted elsewhere): reopen it."""
+
+    code = "CONFLICT"
+
+
+class ClosedError(BaleError):
+    """The handle, snapshot or transaction was closed or has ended, or was
+    inherited across ``fork``."""
+
+    code = "CLOSED"
+
+
+class IoError(BaleError, OSError):
+    """The operating system reported an I/O error. Also an ``OSError``."""
+
+    code = "IO"
+
+
+ERROR_CLASSES: dict[str, type[BaleError]] = {
+    "": BaleError,
+    **{
+        c.code: c
+        for c in (
+            NotFoundError,
+            CorruptError,
+            ChecksumMismatchError,
+            UnsupportedVersionError,
+            NotABaleFileError,
+            LockedError,
+            InvalidArgumentError,
+            TooLargeError,
+            ConflictError,
+            ClosedError,
+            IoError,
+        )
+    },
+}
+
+
+class ValueFile(io.RawIOBase):
+    """A seekable, read-only binary file over one stored value, read from a
+    snapshot (later commits do not change it). Returned by ``open_value``;
+    wrap it in ``io.BufferedReader`` for many small reads."""
+
+    _reader: Any
+    mode: ClassVar[str] = "rb"
+
+    def __init__(self, reader: _bale.ValueReader) -> None:
+        super().__init__()
+        self._reader = reader
+
+    @property
+    def size(self) -> int:
+        """The value's length in bytes."""
+        return int(self._reader.size)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def readable(self) -> bool:
+        self._checkClosed()  # type: ignore[attr-defined]
+        return True
+
+    def seekable(self) -> bool:
+        self._checkClosed()  # type: ignore[attr-defined]
+        return True
+
+    def writable(self) -> bool:
+        self._checkClosed()  # type: ignore[attr-defined]
+        return False
+
+    def readinto(self, buffer: Any) -> int:
+        self._checkClosed()  # type: ignore[attr-defined]
+        return int(self._reader.readinto(buffer))
+
+    def read(self, size: int | None = -1) -> bytes:
+        self._checkClosed()  # type: ignore[attr-defined]
+        return bytes(self._reader.read(-1 if size is None else size))
+
+    def readall(self) -> bytes:
+        self._checkClosed()  # type: ignore[attr-defined]
+        return bytes(self._reader.read(-1))
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        self._checkClosed()  # type: ignore[attr-defined]
+        return int(self._reader.seek(offset, whence))
+
+    def tell(self) -> int:
+        self._checkClosed()  # type: ignore[attr-defined]
+        return int(self._reader.tell())
+
+    def close(self) -> None:
+        if not self.closed:
+            self._reader.close()
+        super().close()
+
+    def __repr__(self) -> str:
+        state = " closed" if self.closed else ""
+        return f"<bale.ValueFile size={self._reader.size}{state}>"
+
+
+for _cls in (*ERROR_CLASSES.values(), ValueFile):
+    _cls.__module__ = "bale"

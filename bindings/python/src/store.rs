@@ -1,0 +1,587 @@
+//! `Tree`: the store handle, with the mapping protocol (one transaction per
+//! call) and the store-wide operations; the report classes.
+
+use std::ops::Bound as KeyBound;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use bale::btree::prefix_end;
+use bale::{Options, ReadOps, Store};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyTuple};
+
+use crate::iter::{Kind, RangeIterator, Source};
+use crate::txn::{Snapshot, Transaction, update_from};
+use crate::value::{PyReader, ValueReader, value_file};
+use crate::{CoreResult, Data, Fail, ForkSafe, check_fork, closed_error, key_error};
+
+/// Locks a mutex that is only ever held for a few instructions, never
+/// across a wait or a GIL acquisition: blocking on it with the GIL is safe.
+pub(crate) fn quick<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A value as Python bytes: inline values straight from the page, large
+/// ones read with the GIL released.
+pub(crate) fn value_bytes<'py>(py: Python<'py>, v: &bale::btree::ValueRef<'_>) -> PyResult<Bound<'py, PyBytes>> {
+    match v.as_inline() {
+        Some(b) => Ok(PyBytes::new(py, b)),
+        None => {
+            let data = py.detach(|| v.to_vec()).py(py)?;
+            Ok(PyBytes::new(py, &data))
+        }
+    }
+}
+
+/// Range bounds from the Python arguments; `prefix` intersects them.
+pub(crate) fn bounds(
+    start: Option<&[u8]>,
+    stop: Option<&[u8]>,
+    prefix: Option<&[u8]>,
+    include_stop: bool,
+) -> (KeyBound<Vec<u8>>, KeyBound<Vec<u8>>) {
+    let mut lo = start.map_or(KeyBound::Unbounded, |s| KeyBound::Included(s.to_vec()));
+    let mut hi = match stop {
+        None => KeyBound::Unbounded,
+        Some(s) if include_stop => KeyBound::Included(s.to_vec()),
+        Some(s) => KeyBound::Excluded(s.to_vec()),
+    };
+    if let Some(p) = prefix {
+        let plo = KeyBound::Included(p.to_vec());
+        lo = match (&lo, &plo) {
+            (KeyBound::Unbounded, _) => plo,
+            (KeyBound::Included(a) | KeyBound::Excluded(a), KeyBound::Included(b)) if a.as_slice() < b.as_slice() => {
+                plo
+            }
+            _ => lo,
+        };
+        if let Some(e) = prefix_end(p) {
+            let phi = KeyBound::Excluded(e);
+            hi = match (&hi, &phi) {
+                (KeyBound::Unbounded, _) => phi,
+                (KeyBound::Included(a), KeyBound::Excluded(b)) if a.as_slice() >= b.as_slice() => phi,
+                (KeyBound::Excluded(a), KeyBound::Excluded(b)) if a.as_slice() > b.as_slice() => phi,
+                _ => hi,
+            };
+        }
+    }
+    (lo, hi)
+}
+
+pub(crate) struct RangeArgs<'a> {
+    pub start: Option<Data<'a>>,
+    pub stop: Option<Data<'a>>,
+    pub prefix: Option<Data<'a>>,
+    pub reverse: bool,
+    pub include_stop: bool,
+}
+
+impl RangeArgs<'_> {
+    pub fn bounds(&self) -> (KeyBound<Vec<u8>>, KeyBound<Vec<u8>>) {
+        bounds(self.start.as_deref(), self.stop.as_deref(), self.prefix.as_deref(), self.include_stop)
+    }
+}
+
+/// A bale tree store: an ordered, persistent mapping of bytes to bytes in
+/// one file. Open with `Tree.open(path, ...)`.
+#[pyclass(module = "bale", frozen)]
+pub struct Tree {
+    epoch: u64,
+    store: Mutex<Option<ForkSafe<Store>>>,
+    path: PathBuf,
+    readonly: bool,
+    mmap: bool,
+}
+
+impl Tree {
+    /// A clone of the core handle (cheap), or `CLOSED`.
+    pub(crate) fn store(&self, py: Python<'_>) -> PyResult<Store> {
+        check_fork(self.epoch)?;
+        match &*quick(&self.store) {
+            Some(s) => Ok(s.get()?.clone()),
+            None => Err(closed_error(py, "the store is closed; open it again")),
+        }
+    }
+
+    fn snapshot(&self, py: Python<'_>) -> PyResult<Arc<bale::ReadTxn>> {
+        let store = self.store(py)?;
+        py.detach(|| store.read()).py(py).map(Arc::new)
+    }
+
+    /// Runs one write transaction and commits it, all without the GIL.
+    fn write_with<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut bale::WriteTxn) -> bale::Result<T> + Send,
+    ) -> PyResult<T> {
+        let store = self.store(py)?;
+        py.detach(|| {
+            let mut w = store.write()?;
+            let r = f(&mut w)?;
+            w.commit()?;
+            Ok(r)
+        })
+        .py(py)
+    }
+
+    fn range(&self, py: Python<'_>, kind: Kind, args: RangeArgs<'_>) -> PyResult<RangeIterator> {
+        let txn = self.snapshot(py)?;
+        let (lo, hi) = args.bounds();
+        Ok(RangeIterator::new(Source::Snap(ForkSafe::new(txn)), kind, lo, hi, args.reverse, self.mmap))
+    }
+}
+
+#[pymethods]
+impl Tree {
+    /// Opens (with `create`, creates) the store file at `path`.
+    #[staticmethod]
+    #[pyo3(signature = (path, *, create=false, readonly=false, page_size=4096, durable=true, mmap=true, wait=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn open(
+        py: Python<'_>,
+        path: PathBuf,
+        create: bool,
+        readonly: bool,
+        page_size: u32,
+        durable: bool,
+        mmap: bool,
+        wait: bool,
+    ) -> PyResult<Tree> {
+        let opts = Options { create, readonly, page_size, mmap, wait_for_writer: wait, durable };
+        let p = path.clone();
+        let store = py.detach(move || Store::open(&p, opts)).py(py)?;
+        Ok(Tree { epoch: crate::fork_epoch(), store: Mutex::new(Some(ForkSafe::new(store))), path, readonly, mmap })
+    }
+
+    /// Closes this handle. Snapshots, transactions and iterators already
+    /// taken keep working until they end.
+    fn close(&self) {
+        if self.epoch != crate::fork_epoch() {
+            return;
+        }
+        let s = quick(&self.store).take();
+        drop(s);
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        quick(&self.store).is_none()
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, _args: &Bound<'_, PyTuple>) -> bool {
+        self.close();
+        false
+    }
+
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(PyTypeError::new_err(
+            "a bale.Tree cannot be pickled or sent to another process; pass the path and call Tree.open there",
+        ))
+    }
+
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.path.clone()
+    }
+
+    #[getter]
+    fn readonly(&self) -> bool {
+        self.readonly
+    }
+
+    #[getter]
+    fn page_size(&self, py: Python<'_>) -> PyResult<u32> {
+        Ok(self.store(py)?.page_size())
+    }
+
+    #[getter]
+    fn format_version(&self, py: Python<'_>) -> PyResult<u16> {
+        Ok(self.store(py)?.format_version())
+    }
+
+    /// The longest key this store accepts, in bytes.
+    #[getter]
+    fn max_key_len(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.store(py)?.max_key_len())
+    }
+
+    fn __repr__(&self) -> String {
+        let state = if self.closed() {
+            " closed"
+        } else if self.readonly {
+            " readonly"
+        } else {
+            ""
+        };
+        format!("<bale.Tree {:?}{state}>", self.path.display().to_string())
+    }
+
+    // -- mapping protocol, each call its own transaction
+
+    fn __getitem__<'py>(&self, py: Python<'py>, key: Data<'_>) -> PyResult<Bound<'py, PyBytes>> {
+        match self.get_bytes(py, &key)? {
+            Some(v) => Ok(PyBytes::new(py, &v)),
+            None => Err(key_error(py, &key)),
+        }
+    }
+
+    /// The value of `key`, or `default`.
+    #[pyo3(signature = (key, default=None))]
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        key: Data<'_>,
+        default: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        Ok(match self.get_bytes(py, &key)? {
+            Some(v) => Some(PyBytes::new(py, &v).into_any()),
+            None => default,
+        })
+    }
+
+    fn __setitem__(&self, py: Python<'_>, key: Data<'_>, value: Data<'_>) -> PyResult<()> {
+        let (k, v): (&[u8], &[u8]) = (&key, &value);
+        self.write_with(py, |w| w.put(k, v))
+    }
+
+    /// Stores `value` under `key` and commits.
+    fn put(&self, py: Python<'_>, key: Data<'_>, value: Data<'_>) -> PyResult<()> {
+        self.__setitem__(py, key, value)
+    }
+
+    fn __delitem__(&self, py: Python<'_>, key: Data<'_>) -> PyResult<()> {
+        let k: &[u8] = &key;
+        let store = self.store(py)?;
+        let found = py
+            .detach(|| {
+                let mut w = store.write()?;
+                let found = w.delete(k)?;
+                if found {
+                    w.commit()?;
+                }
+                Ok(found)
+            })
+            .py(py)?;
+        if found { Ok(()) } else { Err(key_error(py, k)) }
+    }
+
+    /// Removes `key` and commits; returns whether it was there.
+    fn delete(&self, py: Python<'_>, key: Data<'_>) -> PyResult<bool> {
+        let k: &[u8] = &key;
+        self.write_with(py, |w| w.delete(k))
+    }
+
+    /// Removes `key` and returns its value, or `default` (KeyError without one).
+    #[pyo3(signature = (key, *default))]
+    fn pop<'py>(&self, py: Python<'py>, key: Data<'_>, default: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyAny>> {
+        let k: &[u8] = &key;
+        let old = self.write_with(py, |w| {
+            let old = w.get(k)?.map(|v| v.to_vec()).transpose()?;
+            if old.is_some() {
+                w.delete(k)?;
+            }
+            Ok(old)
+        })?;
+        match old {
+            Some(v) => Ok(PyBytes::new(py, &v).into_any()),
+            None if !default.is_empty() => default.get_item(0),
+            None => Err(key_error(py, k)),
+        }
+    }
+
+    /// The value of `key`; stores and returns `default` when missing.
+    fn setdefault<'py>(&self, py: Python<'py>, key: Data<'_>, default: Data<'_>) -> PyResult<Bound<'py, PyBytes>> {
+        let (k, d): (&[u8], &[u8]) = (&key, &default);
+        let v = self.write_with(py, |w| match w.get(k)? {
+            Some(v) => v.to_vec(),
+            None => {
+                w.put(k, d)?;
+                Ok(d.to_vec())
+            }
+        })?;
+        Ok(PyBytes::new(py, &v))
+    }
+
+    /// Removes and returns the first `(key, value)` pair (KeyError when empty).
+    fn popitem<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let first = self.write_with(py, |w| {
+            let first = w.first()?;
+            if let Some((k, _)) = &first {
+                w.delete(k)?;
+            }
+            Ok(first)
+        })?;
+        match first {
+            Some((k, v)) => PyTuple::new(py, [PyBytes::new(py, &k), PyBytes::new(py, &v)]),
+            None => Err(pyo3::exceptions::PyKeyError::new_err("popitem(): the store is empty")),
+        }
+    }
+
+    fn __contains__(&self, py: Python<'_>, key: Data<'_>) -> PyResult<bool> {
+        let k: &[u8] = &key;
+        let store = self.store(py)?;
+        py.detach(|| store.read()?.contains(k)).py(py)
+    }
+
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        let store = self.store(py)?;
+        let n = py.detach(|| store.len()).py(py)?;
+        Ok(n as usize)
+    }
+
+    fn __iter__(&self, py: Python<'_>) -> PyResult<RangeIterator> {
+        self.range(
+            py,
+            Kind::Keys,
+            RangeArgs { start: None, stop: None, prefix: None, reverse: false, include_stop: false },
+        )
+    }
+
+    /// Keys in order, from a snapshot taken now.
+    #[pyo3(signature = (start=None, stop=None, *, prefix=None, reverse=false, include_stop=false))]
+    fn keys(
+        &self,
+        py: Python<'_>,
+        start: Option<Data<'_>>,
+        stop: Option<Data<'_>>,
+        prefix: Option<Data<'_>>,
+        reverse: bool,
+        include_stop: bool,
+    ) -> PyResult<RangeIterator> {
+        self.range(py, Kind::Keys, RangeArgs { start, stop, prefix, reverse, include_stop })
+    }
+
+    /// Values in key order, from a snapshot taken now.
+    #[pyo3(signature = (start=None, stop=None, *, prefix=None, reverse=false, include_stop=false))]
+    fn values(
+        &self,
+        py: Python<'_>,
+        start: Option<Data<'_>>,
+        stop: Option<Data<'_>>,
+        prefix: Option<Data<'_>>,
+        reverse: bool,
+        include_stop: bool,
+    ) -> PyResult<RangeIterator> {
+        self.range(py, Kind::Values, RangeArgs { start, stop, prefix, reverse, include_stop })
+    }
+
+    /// `(key, value)` pairs in key order, from a snapshot taken now.
+    #[pyo3(signature = (start=None, stop=None, *, prefix=None, reverse=false, include_stop=false))]
+    fn items(
+        &self,
+        py: Python<'_>,
+        start: Option<Data<'_>>,
+        stop: Option<Data<'_>>,
+        prefix: Option<Data<'_>>,
+        reverse: bool,
+        include_stop: bool,
+    ) -> PyResult<RangeIterator> {
+        self.range(py, Kind::Items, RangeArgs { start, stop, prefix, reverse, include_stop })
+    }
+
+    /// Stores every pair of a mapping or an iterable of pairs in one
+    /// transaction and commits.
+    #[pyo3(signature = (items=None))]
+    fn update(&self, py: Python<'_>, items: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let Some(items) = items else { return Ok(()) };
+        let store = self.store(py)?;
+        let w = py.detach(|| store.write()).py(py)?;
+        let mut w = w;
+        update_from(py, &mut w, items)?;
+        py.detach(|| w.commit()).py(py)
+    }
+
+    /// Removes every key and commits.
+    fn clear(&self, py: Python<'_>) -> PyResult<()> {
+        self.write_with(py, |w| w.clear())
+    }
+
+    /// Starts the write transaction: `with tree.write() as txn:` commits
+    /// when the block succeeds and rolls back when it raises.
+    fn write(&self, py: Python<'_>) -> PyResult<Transaction> {
+        let store = self.store(py)?;
+        let w = py.detach(|| store.write()).py(py)?;
+        Ok(Transaction::new(w, self.mmap))
+    }
+
+    /// Takes a snapshot: `with tree.read() as snap:` reads one commit.
+    fn read(&self, py: Python<'_>) -> PyResult<Snapshot> {
+        Ok(Snapshot::new(self.snapshot(py)?, self.mmap))
+    }
+
+    /// A seekable read-only binary file over the value of `key`, from a
+    /// snapshot taken now.
+    fn open_value<'py>(&self, py: Python<'py>, key: Data<'_>) -> PyResult<Bound<'py, PyAny>> {
+        let txn = self.snapshot(py)?;
+        let k: &[u8] = &key;
+        let t2 = txn.clone();
+        match py.detach(move || bale::btree::OwnedValue::open(t2, k)).py(py)? {
+            Some(v) => value_file(py, ValueReader::new(v)),
+            None => Err(key_error(py, k)),
+        }
+    }
+
+    /// Stores everything `fileobj.read()` yields under `key` and commits;
+    /// the value passes in bounded memory. Returns its length.
+    fn put_stream(&self, py: Python<'_>, key: Data<'_>, fileobj: Py<PyAny>) -> PyResult<u64> {
+        let k: &[u8] = &key;
+        let store = self.store(py)?;
+        let mut reader = PyReader::new(fileobj);
+        let r = py.detach(|| -> Result<u64, Fail> {
+            let mut w = store.write()?;
+            let n = reader.put(&mut w, k)?;
+            w.commit()?;
+            Ok(n)
+        });
+        r.map_err(|f| f.py(py))
+    }
+
+    /// Page, tree and value statistics of the latest commit.
+    fn stat(&self, py: Python<'_>) -> PyResult<Stat> {
+        let store = self.store(py)?;
+        let s = py.detach(|| bale::btree::stat(&store)).py(py)?;
+        Ok(Stat(s))
+    }
+
+    /// Verifies every page of the latest commit; problems are reported,
+    /// not raised.
+    fn check(&self, py: Python<'_>) -> PyResult<CheckReport> {
+        let store = self.store(py)?;
+        let r = py.detach(|| bale::btree::check(&store)).py(py)?;
+        Ok(CheckReport(r))
+    }
+
+    /// Rewrites the live data into a new file that atomically replaces the
+    /// old one.
+    fn compact(&self, py: Python<'_>) -> PyResult<CompactReport> {
+        let store = self.store(py)?;
+        let r = py.detach(|| store.compact()).py(py)?;
+        Ok(CompactReport(r))
+    }
+
+    /// Makes every commit durable (needed only with `durable=False`).
+    fn sync(&self, py: Python<'_>) -> PyResult<()> {
+        let store = self.store(py)?;
+        py.detach(|| store.sync()).py(py)
+    }
+}
+
+impl Tree {
+    fn get_bytes(&self, py: Python<'_>, key: &[u8]) -> PyResult<Option<Vec<u8>>> {
+        let store = self.store(py)?;
+        py.detach(|| store.get(key)).py(py)
+    }
+}
+
+/// `stat()`: page counts, depth, fill and value bytes of the latest commit.
+#[pyclass(module = "bale", frozen)]
+pub struct Stat(bale::btree::Stat);
+
+macro_rules! getters {
+    ($ty:ident { $($f:ident: $t:ty),* $(,)? } $($extra:tt)*) => {
+        #[pymethods]
+        impl $ty {
+            $($extra)*
+            $(
+                #[getter]
+                fn $f(&self) -> $t {
+                    self.0.$f
+                }
+            )*
+        }
+    };
+}
+
+getters!(Stat {
+    txn: u64,
+    page_size: u64,
+    file_pages: u64,
+    depth: u64,
+    entries: u64,
+    leaf_pages: u64,
+    branch_pages: u64,
+    fill: f64,
+    inline_value_bytes: u64,
+    large_values: u64,
+    large_value_bytes: u64,
+    large_stored_bytes: u64,
+    large_pages: u64,
+    free_pages: u64,
+    free_list_pages: u64,
+}
+    /// Every field as a dict.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = &self.0;
+        let d = PyDict::new(py);
+        for (k, v) in [
+            ("txn", s.txn),
+            ("page_size", s.page_size),
+            ("file_pages", s.file_pages),
+            ("depth", s.depth),
+            ("entries", s.entries),
+            ("leaf_pages", s.leaf_pages),
+            ("branch_pages", s.branch_pages),
+            ("inline_value_bytes", s.inline_value_bytes),
+            ("large_values", s.large_values),
+            ("large_value_bytes", s.large_value_bytes),
+            ("large_stored_bytes", s.large_stored_bytes),
+            ("large_pages", s.large_pages),
+            ("free_pages", s.free_pages),
+            ("free_list_pages", s.free_list_pages),
+        ] {
+            d.set_item(k, v)?;
+        }
+        d.set_item("fill", s.fill)?;
+        Ok(d)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("{:?}", self.0).replacen("Stat", "bale.Stat", 1)
+    }
+);
+
+/// `check()`: what was verified, and the problems found (none when `ok`).
+#[pyclass(module = "bale", frozen)]
+pub struct CheckReport(bale::btree::CheckReport);
+
+getters!(CheckReport { txn: u64, pages: u64, entries: u64, large_values: u64, free_pages: u64 }
+    #[getter]
+    fn ok(&self) -> bool {
+        self.0.is_ok()
+    }
+
+    /// `(page or None, message)` for each problem.
+    #[getter]
+    fn problems(&self) -> Vec<(Option<u64>, String)> {
+        self.0.problems.iter().map(|p| (p.page, p.message.clone())).collect()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<bale.CheckReport ok={} pages={} entries={} problems={}>",
+            self.0.is_ok(),
+            self.0.pages,
+            self.0.entries,
+            self.0.problems.len()
+        )
+    }
+);
+
+/// `compact()`: file bytes before and after, and entries copied.
+#[pyclass(module = "bale", frozen)]
+pub struct CompactReport(bale::btree::CompactReport);
+
+getters!(CompactReport { bytes_before: u64, bytes_after: u64, entries: u64 }
+    fn __repr__(&self) -> String {
+        format!(
+            "<bale.CompactReport bytes_before={} bytes_after={} entries={}>",
+            self.0.bytes_before, self.0.bytes_after, self.0.entries
+        )
+    }
+);

@@ -1,0 +1,249 @@
+//! Streams: the reader behind `open_value` (wrapped in Python by
+//! `bale.ValueFile`, an `io.RawIOBase`), and the adapter that feeds a
+//! Python file object to `put_stream`.
+
+use std::io::Read;
+use std::mem::MaybeUninit;
+
+use bale::WriteTxn;
+use bale::btree::OwnedValue;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyType};
+use pyo3::{ffi, intern};
+
+use crate::{CoreResult, Data, Fail, ForkSafe};
+
+/// Bytes asked of a file object's `read` per call in `put_stream`.
+const READ_CHUNK: usize = 1 << 20;
+
+static VALUE_FILE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// `bale.ValueFile(reader)`.
+pub(crate) fn value_file(py: Python<'_>, r: ValueReader) -> PyResult<Bound<'_, PyAny>> {
+    let cls = VALUE_FILE.import(py, "bale._support", "ValueFile")?;
+    cls.call1((r,))
+}
+
+/// Positioned reads over one value of a snapshot (the engine of
+/// `bale.ValueFile`).
+#[pyclass(module = "bale._bale")]
+pub struct ValueReader {
+    value: Option<ForkSafe<OwnedValue>>,
+    len: u64,
+    pos: u64,
+}
+
+impl ValueReader {
+    pub(crate) fn new(v: OwnedValue) -> ValueReader {
+        ValueReader { len: v.len(), value: Some(ForkSafe::new(v)), pos: 0 }
+    }
+
+    fn value(&mut self) -> PyResult<&mut OwnedValue> {
+        match &mut self.value {
+            Some(v) => v.get_mut(),
+            None => Err(PyValueError::new_err("I/O operation on closed file.")),
+        }
+    }
+}
+
+/// Fills `buf` from `offset` until full or at the end; returns the count.
+fn read_full(v: &mut OwnedValue, offset: u64, buf: &mut [u8]) -> bale::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        let k = v.read_at(offset + n as u64, &mut buf[n..])?;
+        if k == 0 {
+            break;
+        }
+        n += k;
+    }
+    Ok(n)
+}
+
+/// A writable, contiguous buffer of the caller (readinto's argument).
+struct WritableBuf(Box<MaybeUninit<ffi::Py_buffer>>);
+
+impl WritableBuf {
+    fn get(obj: &Bound<'_, PyAny>) -> PyResult<WritableBuf> {
+        let mut view = Box::new(MaybeUninit::<ffi::Py_buffer>::uninit());
+        // SAFETY: a live object; asks for one contiguous writable run.
+        let r = unsafe { ffi::PyObject_GetBuffer(obj.as_ptr(), view.as_mut_ptr(), ffi::PyBUF_WRITABLE) };
+        if r != 0 {
+            return Err(PyErr::fetch(obj.py()));
+        }
+        Ok(WritableBuf(view))
+    }
+
+    fn slice(&mut self) -> &mut [u8] {
+        // SAFETY: initialised by PyObject_GetBuffer; the exporter keeps
+        // `len` writable bytes at `buf` until the view is released.
+        unsafe {
+            let v = self.0.assume_init_mut();
+            let len = usize::try_from(v.len).unwrap_or(0);
+            if len == 0 { &mut [] } else { std::slice::from_raw_parts_mut(v.buf as *mut u8, len) }
+        }
+    }
+}
+
+impl Drop for WritableBuf {
+    fn drop(&mut self) {
+        // SAFETY: filled by PyObject_GetBuffer, released once, attached
+        // (the type is not Send).
+        unsafe { ffi::PyBuffer_Release(self.0.as_mut_ptr()) }
+    }
+}
+
+#[pymethods]
+impl ValueReader {
+    /// The value's length in bytes.
+    #[getter]
+    fn size(&self) -> u64 {
+        self.len
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.value.is_none()
+    }
+
+    fn tell(&mut self) -> PyResult<u64> {
+        self.value()?;
+        Ok(self.pos)
+    }
+
+    /// Moves the position like `io` files do (whence 0, 1 or 2).
+    #[pyo3(signature = (offset, whence=0))]
+    fn seek(&mut self, offset: i64, whence: i32) -> PyResult<u64> {
+        self.value()?;
+        let base = match whence {
+            0 => 0i128,
+            1 => self.pos as i128,
+            2 => self.len as i128,
+            _ => return Err(PyValueError::new_err(format!("invalid whence ({whence}, should be 0, 1 or 2)"))),
+        };
+        let p = base + offset as i128;
+        if p < 0 {
+            return Err(PyValueError::new_err(format!("negative seek position {p}")));
+        }
+        self.pos = u64::try_from(p).map_err(|_| PyValueError::new_err("seek position out of range"))?;
+        Ok(self.pos)
+    }
+
+    /// Up to `size` bytes from the position (all the rest when negative).
+    #[pyo3(signature = (size=-1))]
+    fn read<'py>(&mut self, py: Python<'py>, size: i64) -> PyResult<Bound<'py, PyBytes>> {
+        let (pos, len) = (self.pos, self.len);
+        let v = self.value()?;
+        let rest = len.saturating_sub(pos);
+        let want = if size < 0 { rest } else { rest.min(size as u64) };
+        // Grow with what is read: a damaged length must not allocate up front.
+        let data = py
+            .detach(|| -> bale::Result<Vec<u8>> {
+                let want = usize::try_from(want)
+                    .map_err(|_| bale::Error::new(bale::ErrorKind::TooLarge, "value too large for memory"))?;
+                let mut out = Vec::new();
+                while out.len() < want {
+                    let step = (want - out.len()).min(8 << 20);
+                    let at = out.len();
+                    out.resize(at + step, 0);
+                    let n = read_full(v, pos + at as u64, &mut out[at..])?;
+                    out.truncate(at + n);
+                    if n < step {
+                        break;
+                    }
+                }
+                Ok(out)
+            })
+            .py(py)?;
+        self.pos += data.len() as u64;
+        Ok(PyBytes::new(py, &data))
+    }
+
+    /// Reads into a writable buffer; returns the bytes read (0 at the end).
+    fn readinto(&mut self, py: Python<'_>, buffer: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let mut b = WritableBuf::get(buffer)?;
+        let pos = self.pos;
+        let v = self.value()?;
+        let dst = b.slice();
+        let n = py.detach(|| read_full(v, pos, dst)).py(py)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+
+    /// Releases the snapshot this reader holds.
+    fn close(&mut self) {
+        if let Some(v) = self.value.take() {
+            drop(v);
+        }
+    }
+}
+
+/// Feeds `fileobj.read()` to the core in chunks; the GIL is taken only for
+/// each `read` call. A Python exception raised by `read` is kept and
+/// re-raised as it was.
+pub(crate) struct PyReader {
+    obj: Py<PyAny>,
+    err: Option<PyErr>,
+    buf: Vec<u8>,
+    at: usize,
+    eof: bool,
+}
+
+impl PyReader {
+    pub fn new(obj: Py<PyAny>) -> PyReader {
+        PyReader { obj, err: None, buf: Vec::new(), at: 0, eof: false }
+    }
+
+    fn fill(&mut self) -> std::io::Result<()> {
+        let r = Python::attach(|py| -> PyResult<()> {
+            let chunk = self.obj.bind(py).call_method1(intern!(py, "read"), (READ_CHUNK,))?;
+            if chunk.is_none() {
+                return Err(PyTypeError::new_err(
+                    "put_stream needs a blocking binary file: read() returned None (no data available)",
+                ));
+            }
+            let d: Data<'_> = chunk.extract().map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "put_stream needs a binary file: read() returned {}, not bytes",
+                    chunk.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                ))
+            })?;
+            self.buf.clear();
+            self.buf.extend_from_slice(&d);
+            self.at = 0;
+            self.eof = d.is_empty();
+            Ok(())
+        });
+        r.map_err(|e| {
+            self.err = Some(e);
+            std::io::Error::other("the file object's read() raised an exception")
+        })
+    }
+
+    /// `put_stream` of everything the file yields under `key` (detached).
+    pub fn put(&mut self, w: &mut WriteTxn, key: &[u8]) -> Result<u64, Fail> {
+        match w.put_stream(key, self) {
+            Ok(n) => Ok(n),
+            Err(e) => Err(match self.err.take() {
+                Some(pe) => Fail::Py(pe),
+                None => Fail::Core(e),
+            }),
+        }
+    }
+}
+
+impl Read for PyReader {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.at == self.buf.len() {
+            if self.eof || out.is_empty() {
+                return Ok(0);
+            }
+            self.fill()?;
+        }
+        let n = (self.buf.len() - self.at).min(out.len());
+        out[..n].copy_from_slice(&self.buf[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}

@@ -1,0 +1,57 @@
+"""The golden corpus through the public Python API (tests/corpus/manifest.json,
+whose `_comment` gives the procedure). A missing corpus fails, never skips."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import bale
+
+# CORPUS_DIR, else relative to this file (never to the working directory).
+CORPUS = Path(os.environ.get("CORPUS_DIR") or Path(__file__).resolve().parent.parent / "corpus")
+
+
+def load_cases():
+    try:
+        return json.loads((CORPUS / "manifest.json").read_text())["cases"]
+    except OSError as e:
+        return [{"id": "manifest-missing", "missing": f"corpus manifest missing at {CORPUS}: {e}"}]
+
+
+CASES = load_cases()
+
+
+def read_case(path):
+    """Opens read-only without a memory map and reads every entry whole, in key order."""
+    with bale.Tree.open(path, readonly=True, mmap=False) as tree, tree.read() as snap:
+        entries = [[k.hex(), v.hex()] for k, v in snap.items()]
+        return {
+            "kind": "store",
+            "format_version": tree.format_version,
+            "page_size": tree.page_size,
+            "count": len(snap),
+            "entries": entries,
+        }
+
+
+def test_corpus_has_valid_and_invalid_cases():
+    assert "missing" not in CASES[0], CASES[0].get("missing")
+    assert len(CASES) >= 20
+    assert any("expect" in c for c in CASES) and any("error" in c for c in CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_corpus_case(case):
+    if "missing" in case:
+        pytest.fail(case["missing"])
+    path = CORPUS / case["file"]
+    if "expect" in case:
+        want = json.loads((CORPUS / case["expect"]).read_text())
+        assert read_case(path) == want
+    else:
+        with pytest.raises(bale.BaleError) as info:
+            read_case(path)
+        assert info.value.code == case["error"], str(info.value)
+        assert type(info.value) is bale._support.ERROR_CLASSES[case["error"]]
