@@ -177,6 +177,36 @@ def test_write_rolls_back_on_exception(tree):
     assert b"x" not in tree
 
 
+def test_transaction_mapping_methods(tree):
+    tree.update({b"a": b"1", b"b": b"2"})
+    with tree.write() as txn:
+        assert txn.pop(b"a") == b"1" and txn.pop(b"a", b"-") == b"-"
+        with pytest.raises(KeyError):
+            txn.pop(b"a")
+        assert txn.setdefault(b"c", b"3") == b"3" and txn.setdefault(b"c", b"4") == b"3"
+        assert txn.popitem() == (b"b", b"2") and txn.popitem() == (b"c", b"3")
+        with pytest.raises(KeyError):
+            txn.popitem()
+        txn.update([(b"x", b"1")])
+        txn.clear()
+        assert len(txn) == 0 and list(txn) == []
+    assert len(tree) == 0
+
+
+def test_reads_without_a_memory_map(path):
+    big = os.urandom(150_000)
+    with bale.Tree.open(path, create=True, mmap=False) as t:
+        t.update({b"%04d" % i: b"v%d" % i for i in range(3000)})
+        t[b"big"] = big
+        with t.read() as snap:
+            assert snap[b"0007"] == b"v7" and snap[b"big"] == big and b"0008" in snap and b"x" not in snap
+            assert list(snap.keys(b"0100", b"0103")) == [b"0100", b"0101", b"0102"]
+            assert sum(1 for _ in snap.items()) == 3001 and list(snap.values(prefix=b"big")) == [big]
+            assert list(snap.keys(prefix=b"29", reverse=True))[:2] == [b"2999", b"2998"]
+            with snap.open_value(b"big") as f:
+                assert f.read() == big
+
+
 def test_explicit_commit_inside_block(tree):
     with tree.write() as txn:
         txn[b"a"] = b"1"

@@ -378,6 +378,52 @@ impl Transaction {
         self.with(py, |w| w.delete(&key).py(py))
     }
 
+    /// Removes `key` and returns its value, or `default` (KeyError without one).
+    #[pyo3(signature = (key, *default))]
+    fn pop<'py>(&self, py: Python<'py>, key: Data<'_>, default: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyAny>> {
+        let old = self.with(py, |w| {
+            let old = match w.get(&key).py(py)? {
+                Some(v) => Some(value_bytes(py, &v)?),
+                None => None,
+            };
+            if old.is_some() {
+                w.delete(&key).py(py)?;
+            }
+            Ok(old)
+        })?;
+        match old {
+            Some(v) => Ok(v.into_any()),
+            None if !default.is_empty() => default.get_item(0),
+            None => Err(key_error(py, &key)),
+        }
+    }
+
+    /// The value of `key`; stores and returns `default` when missing.
+    fn setdefault<'py>(&self, py: Python<'py>, key: Data<'_>, default: Data<'_>) -> PyResult<Bound<'py, PyBytes>> {
+        self.with(py, |w| match w.get(&key).py(py)? {
+            Some(v) => value_bytes(py, &v),
+            None => {
+                put(py, w, &key, &default)?;
+                Ok(PyBytes::new(py, &default))
+            }
+        })
+    }
+
+    /// Removes and returns the first `(key, value)` pair (KeyError when empty).
+    fn popitem<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let first = self.with(py, |w| {
+            let first = w.first().py(py)?;
+            if let Some((k, _)) = &first {
+                w.delete(k).py(py)?;
+            }
+            Ok(first)
+        })?;
+        match first {
+            Some((k, v)) => PyTuple::new(py, [PyBytes::new(py, &k), PyBytes::new(py, &v)]),
+            None => Err(pyo3::exceptions::PyKeyError::new_err("popitem(): the transaction sees no keys")),
+        }
+    }
+
     /// Removes every key.
     fn clear(&self, py: Python<'_>) -> PyResult<()> {
         self.with(py, |w| py.detach(|| w.clear()).py(py))
