@@ -289,6 +289,7 @@ def test_ranges_match_a_model(tree):
     assert list(tree.keys(b"m00010", b"m00013")) == [b"m00010", b"m00011", b"m00012"]
     assert list(tree.keys(b"m00010", b"m00012", include_stop=True, reverse=True)) == [b"m00012", b"m00011", b"m00010"]
     assert list(tree.keys(b"z", b"a")) == []
+    assert isinstance(iter(tree), bale.RangeIterator) and str(bale.RangeIterator[bytes]) == "bale.RangeIterator[bytes]"
 
 
 def test_ranges_inside_a_write_transaction(tree):

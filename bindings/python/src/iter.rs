@@ -9,7 +9,7 @@ use std::sync::Arc;
 use bale::btree::ValueRef;
 use bale::{ReadOps, ReadTxn};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyTuple};
+use pyo3::types::{PyBytes, PyTuple, PyType};
 
 use crate::store::value_bytes;
 use crate::txn::Transaction;
@@ -195,6 +195,13 @@ impl RangeIterator {
 impl RangeIterator {
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
         slf
+    }
+
+    /// `RangeIterator[bytes]` in annotations evaluated at run time.
+    #[classmethod]
+    fn __class_getitem__<'py>(cls: &Bound<'py, PyType>, item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let py = cls.py();
+        py.import("types")?.getattr("GenericAlias")?.call1((cls, item))
     }
 
     fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {

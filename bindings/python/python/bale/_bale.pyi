@@ -4,7 +4,7 @@ built module by `python -m mypy.stubtest bale bale._bale`)."""
 import os
 from pathlib import Path
 from collections.abc import Iterable, Mapping
-from types import TracebackType
+from types import GenericAlias, TracebackType
 from typing import Any, Generic, TypeVar, final, overload
 
 from typing_extensions import Buffer, Self
@@ -44,6 +44,8 @@ class RangeIterator(Generic[_T]):
 
     def __iter__(self) -> Self: ...
     def __next__(self) -> _T: ...
+    @classmethod
+    def __class_getitem__(cls, item: Any) -> GenericAlias: ...
 
 @final
 class Tree:
