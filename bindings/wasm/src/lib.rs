@@ -153,7 +153,10 @@ pub fn open(#[wasm_bindgen(unchecked_param_type = "StoreSource")] source: JsValu
     if let Some(b) = source.dyn_ref::<web_sys::Blob>() {
         return Store::from_blob(b.clone());
     }
-    if source.is_instance_of::<Uint8Array>() || source.is_instance_of::<js_sys::ArrayBuffer>() {
+    if let Some(a) = source.dyn_ref::<Uint8Array>() {
+        return Store::from_bytes(a.clone());
+    }
+    if source.is_instance_of::<js_sys::ArrayBuffer>() {
         return Store::from_bytes(Uint8Array::new(&source));
     }
     Err(invalid("open() takes a Uint8Array, an ArrayBuffer, a Blob or a File"))
