@@ -1,6 +1,28 @@
-//! Node.js bindings of bale over Node-API.
+//! Node.js bindings of bale over Node-API (no V8 ABI: the same binary loads
+//! in every Node version with Node-API 6 and in Electron without a rebuild).
+//!
+//! The modules mirror the core: `store` (open, reads, sync writes, stat,
+//! check, compact), `txn` (transaction callbacks and the queue of durable
+//! async writes), `range` (batched range iteration), `value` (reading a
+//! value in pieces for streams), `error` (coded errors), plus `convert` and
+//! `js` for the boundary itself. `index.js` adds the iterator protocols and
+//! the Node streams.
+
+mod convert;
+mod error;
+mod js;
+mod range;
+mod store;
+mod txn;
+mod value;
 
 use napi_derive::napi;
+
+pub use error::{error_codes, error_for_code};
+pub use range::{KeyRange, Range, RangeOptions};
+pub use store::{CheckReport, CompactReport, OpenOptions, Stat, Tree};
+pub use txn::Txn;
+pub use value::ValueReader;
 
 /// The tree-store format version this build reads and writes.
 #[napi]

@@ -1,0 +1,239 @@
+'use strict'
+// Entry point of the package: the native classes from `binding.js` (the
+// loader `napi build` generates next to the .node file) plus the parts that
+// belong on the JS side: the iterator protocols over the native batch calls
+// and Node streams for large values. Their types are in dts-header.d.ts,
+// which `napi build` puts at the top of the generated index.d.ts.
+
+const fs = require('node:fs')
+const path = require('node:path')
+const crypto = require('node:crypto')
+const { Readable, Writable } = require('node:stream')
+const binding = require('./binding.js')
+
+const { Tree, Range, KeyRange, Txn, ValueReader, errorCodes, errorForCode, formatVersion } = binding
+const __napiBindingTarget = binding.__napiBindingTarget
+
+const EMPTY = []
+
+// Walks the batches of a Range (pairs: [key, value]) or KeyRange (keys).
+class BatchIterator {
+  constructor(range, pairs) {
+    this.range = range
+    this.pairs = pairs
+    this.batch = EMPTY
+    this.i = 0
+    this.done = false
+  }
+
+  next() {
+    let b = this.batch
+    let i = this.i
+    if (i >= b.length) {
+      if (this.done) return { done: true, value: undefined }
+      b = this.range.nextBatch()
+      if (b === null) {
+        this.done = true
+        this.batch = EMPTY
+        return { done: true, value: undefined }
+      }
+      this.batch = b
+      i = 0
+    }
+    if (this.pairs) {
+      this.i = i + 2
+      return { done: false, value: [b[i], b[i + 1]] }
+    }
+    this.i = i + 1
+    return { done: false, value: b[i] }
+  }
+
+  return(value) {
+    this.done = true
+    this.batch = EMPTY
+    this.range.close()
+    return { done: true, value }
+  }
+
+  [Symbol.iterator]() {
+    return this
+  }
+}
+
+// The same over batches read on the thread pool.
+class AsyncBatchIterator {
+  constructor(range, pairs) {
+    this.range = range
+    this.pairs = pairs
+    this.batch = EMPTY
+    this.i = 0
+    this.done = false
+  }
+
+  async next() {
+    if (this.i >= this.batch.length) {
+      if (this.done) return { done: true, value: undefined }
+      const b = await this.range.nextBatchAsync()
+      if (b === null) {
+        this.done = true
+        this.batch = EMPTY
+        return { done: true, value: undefined }
+      }
+      this.batch = b
+      this.i = 0
+    }
+    const b = this.batch
+    const i = this.i
+    if (this.pairs) {
+      this.i = i + 2
+      return { done: false, value: [b[i], b[i + 1]] }
+    }
+    this.i = i + 1
+    return { done: false, value: b[i] }
+  }
+
+  async return(value) {
+    this.done = true
+    this.batch = EMPTY
+    this.range.close()
+    return { done: true, value }
+  }
+
+  [Symbol.asyncIterator]() {
+    return this
+  }
+}
+
+Range.prototype[Symbol.iterator] = function () {
+  return new BatchIterator(this, true)
+}
+Range.prototype[Symbol.asyncIterator] = function () {
+  return new AsyncBatchIterator(this, true)
+}
+KeyRange.prototype[Symbol.iterator] = function () {
+  return new BatchIterator(this, false)
+}
+KeyRange.prototype[Symbol.asyncIterator] = function () {
+  return new AsyncBatchIterator(this, false)
+}
+
+function offsetOption(v, name) {
+  if (v === undefined) return undefined
+  if (!Number.isSafeInteger(v) || v < 0) {
+    throw errorForCode('INVALID_ARGUMENT', `${name} must be a non-negative integer`)
+  }
+  return v
+}
+
+// Reads the value in pieces on the thread pool: memory stays at about one
+// piece (highWaterMark) whatever the value's size.
+Tree.prototype.createReadStream = function createReadStream(key, options = {}) {
+  const tree = this
+  const hwm = offsetOption(options.highWaterMark, 'highWaterMark') || 1 << 20
+  const start = offsetOption(options.start, 'start') ?? 0
+  const last = offsetOption(options.end, 'end')
+  let reader = null
+  let pos = start
+  let end = 0
+  return new Readable({
+    highWaterMark: hwm,
+    construct(cb) {
+      try {
+        reader = tree.openValue(key)
+        end = last === undefined ? reader.length : Math.min(last + 1, reader.length)
+        cb()
+      } catch (e) {
+        cb(e)
+      }
+    },
+    read(size) {
+      if (pos >= end) {
+        this.push(null)
+        return
+      }
+      const n = Math.min(Math.max(size, 1), end - pos)
+      reader.read(pos, n).then(
+        (buf) => {
+          if (buf.length === 0) {
+            this.push(null)
+            return
+          }
+          pos += buf.length
+          this.push(buf)
+          if (pos >= end) this.push(null)
+        },
+        (err) => this.destroy(err),
+      )
+    },
+    destroy(err, cb) {
+      if (reader !== null) reader.close()
+      cb(err)
+    },
+  })
+}
+
+function writeAll(fd, chunk, cb) {
+  fs.write(fd, chunk, 0, chunk.length, null, (err, n) => {
+    if (err) return cb(err)
+    if (n < chunk.length) return writeAll(fd, chunk.subarray(n), cb)
+    cb()
+  })
+}
+
+// Buffers the bytes in a temporary file beside the store (not in memory and
+// not in a tmpfs), then streams that file into one commit on the thread
+// pool: 'finish' is emitted once the value is durable.
+Tree.prototype.writeStream = function writeStream(key, options = {}) {
+  const tree = this
+  const k = typeof key === 'string' ? key : Buffer.from(ArrayBuffer.isView(key) ? Buffer.from(key.buffer, key.byteOffset, key.byteLength) : key)
+  const dir = options.tmpDir ?? path.dirname(tree.path)
+  const tmp = path.join(dir, `.${path.basename(tree.path)}.${process.pid}.${crypto.randomBytes(6).toString('hex')}.bale-tmp`)
+  let fd = null
+  const removeTmp = (then) => fs.unlink(tmp, () => then())
+  return new Writable({
+    highWaterMark: options.highWaterMark,
+    construct(cb) {
+      if (tree.closed) return cb(errorForCode('CLOSED', 'the store was closed; open it again'))
+      if (tree.readonly) {
+        return cb(errorForCode('INVALID_ARGUMENT', 'store was opened read-only; open it writable to write'))
+      }
+      fs.open(tmp, 'wx', 0o600, (err, f) => {
+        if (err) return cb(err)
+        fd = f
+        cb()
+      })
+    },
+    write(chunk, _encoding, cb) {
+      writeAll(fd, chunk, cb)
+    },
+    final(cb) {
+      const f = fd
+      fd = null
+      fs.close(f, (err) => {
+        if (err) return removeTmp(() => cb(err))
+        tree.putFile(k, tmp).then(
+          () => removeTmp(() => cb()),
+          (e) => removeTmp(() => cb(e)),
+        )
+      })
+    },
+    destroy(err, cb) {
+      if (fd === null) return removeTmp(() => cb(err))
+      const f = fd
+      fd = null
+      fs.close(f, () => removeTmp(() => cb(err)))
+    },
+  })
+}
+
+module.exports = {
+  Tree,
+  Range,
+  KeyRange,
+  Txn,
+  ValueReader,
+  errorCodes,
+  errorForCode,
+  formatVersion,
+  __napiBindingTarget,
+}

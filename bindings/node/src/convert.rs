@@ -1,0 +1,179 @@
+//! Keys and values across the boundary. In: any `Buffer`/`Uint8Array`/
+//! typed array view (borrowed for the call, no copy), `ArrayBuffer`, or a
+//! string (UTF-8). Out: always a JS-owned `Buffer` holding a copy, never an
+//! external buffer over Rust or mapped memory, so the same code works in
+//! runtimes that refuse external buffers (Electron's memory cage) and no
+//! Buffer can outlive the snapshot or map it came from.
+
+use std::ops::Deref;
+use std::ptr;
+
+use bale::btree::ValueRef;
+use napi::bindgen_prelude::{FromNapiValue, TypeName, ValidateNapiValue};
+use napi::{Result, ValueType, sys};
+
+use crate::error;
+use crate::js;
+
+/// Values up to this size are read straight into a Buffer allocated at
+/// their recorded length; larger ones are read first (so a damaged length
+/// cannot make one huge allocation) and then copied.
+const DIRECT_READ_MAX: u64 = 64 << 20;
+
+/// Bytes passed from JS: borrowed from a view for the duration of the call,
+/// or owned when converted from a string.
+pub enum Bytes<'a> {
+    Slice(&'a [u8]),
+    Owned(Vec<u8>),
+}
+
+impl Deref for Bytes<'_> {
+    type Target = [u8];
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Slice(s) => s,
+            Bytes::Owned(v) => v,
+        }
+    }
+}
+
+impl Bytes<'_> {
+    pub fn into_vec(self) -> Vec<u8> {
+        match self {
+            Bytes::Slice(s) => s.to_vec(),
+            Bytes::Owned(v) => v,
+        }
+    }
+}
+
+fn bad_bytes(env: sys::napi_env) -> napi::Error {
+    error::to_napi(
+        env,
+        &error::invalid("keys and values must be a Buffer, a Uint8Array (or other view), an ArrayBuffer or a string"),
+    )
+}
+
+impl FromNapiValue for Bytes<'_> {
+    #[inline]
+    unsafe fn from_napi_value(env: sys::napi_env, v: sys::napi_value) -> Result<Self> {
+        let mut data = ptr::null_mut();
+        let mut len = 0usize;
+        // SAFETY: napi_get_buffer_info accepts any ArrayBufferView and fails
+        // (without throwing) for anything else. The view's memory stays put
+        // for the duration of the call that received it.
+        if unsafe { sys::napi_get_buffer_info(env, v, &mut data, &mut len) } == sys::Status::napi_ok {
+            let s: &[u8] = if len == 0 || data.is_null() {
+                &[]
+            } else {
+                // SAFETY: as above.
+                unsafe { std::slice::from_raw_parts(data.cast(), len) }
+            };
+            return Ok(Bytes::Slice(s));
+        }
+        match js::type_of(env, v)? {
+            sys::ValueType::napi_string => {
+                let mut n = 0usize;
+                // SAFETY: the first call asks for the length, the second
+                // fills a buffer one byte longer (for the NUL it writes).
+                unsafe {
+                    js::check(sys::napi_get_value_string_utf8(env, v, ptr::null_mut(), 0, &mut n), "string")?;
+                    let mut buf = vec![0u8; n + 1];
+                    let mut got = 0usize;
+                    js::check(
+                        sys::napi_get_value_string_utf8(env, v, buf.as_mut_ptr().cast(), n + 1, &mut got),
+                        "string",
+                    )?;
+                    buf.truncate(got);
+                    Ok(Bytes::Owned(buf))
+                }
+            }
+            sys::ValueType::napi_object => {
+                let mut is_ab = false;
+                // SAFETY: plain queries on a live object.
+                unsafe {
+                    js::check(sys::napi_is_arraybuffer(env, v, &mut is_ab), "arraybuffer")?;
+                    if is_ab {
+                        js::check(sys::napi_get_arraybuffer_info(env, v, &mut data, &mut len), "arraybuffer")?;
+                        let s: &[u8] =
+                            if len == 0 || data.is_null() { &[] } else { std::slice::from_raw_parts(data.cast(), len) };
+                        return Ok(Bytes::Slice(s));
+                    }
+                }
+                Err(bad_bytes(env))
+            }
+            _ => Err(bad_bytes(env)),
+        }
+    }
+}
+
+impl TypeName for Bytes<'_> {
+    fn type_name() -> &'static str {
+        "Buffer | Uint8Array | ArrayBuffer | string"
+    }
+    fn value_type() -> ValueType {
+        ValueType::Unknown
+    }
+}
+
+impl ValidateNapiValue for Bytes<'_> {}
+
+/// An owned key or value, for option objects.
+pub struct OwnedBytes(pub Vec<u8>);
+
+impl FromNapiValue for OwnedBytes {
+    unsafe fn from_napi_value(env: sys::napi_env, v: sys::napi_value) -> Result<Self> {
+        // SAFETY: forwarded contract.
+        Ok(OwnedBytes(unsafe { Bytes::from_napi_value(env, v) }?.into_vec()))
+    }
+}
+
+impl TypeName for OwnedBytes {
+    fn type_name() -> &'static str {
+        "Buffer | Uint8Array | ArrayBuffer | string"
+    }
+    fn value_type() -> ValueType {
+        ValueType::Unknown
+    }
+}
+
+impl ValidateNapiValue for OwnedBytes {}
+
+/// The whole value as a new JS-owned Buffer.
+pub fn value_buffer(env: sys::napi_env, v: &ValueRef<'_>) -> Result<std::result::Result<sys::napi_value, bale::Error>> {
+    if let Some(b) = v.as_inline() {
+        return js::buffer_copy(env, b).map(Ok);
+    }
+    let len = v.len();
+    if len <= DIRECT_READ_MAX {
+        let (buf, data) = js::buffer_alloc(env, len as usize)?;
+        if len > 0 {
+            // SAFETY: the Buffer was just allocated with `len` bytes and is
+            // reachable (on the handle scope) for this call.
+            let out = unsafe { std::slice::from_raw_parts_mut(data, len as usize) };
+            if let Err(e) = fill(v, out) {
+                return Ok(Err(e));
+            }
+        }
+        return Ok(Ok(buf));
+    }
+    match v.to_vec() {
+        Ok(bytes) => js::buffer_copy(env, &bytes).map(Ok),
+        Err(e) => Ok(Err(e)),
+    }
+}
+
+/// Reads the value from its start until `out` is full.
+fn fill(v: &ValueRef<'_>, out: &mut [u8]) -> bale::Result<()> {
+    use std::io::Read;
+    let mut r = v.reader();
+    let mut at = 0;
+    while at < out.len() {
+        let n = r.read(&mut out[at..]).map_err(error::from_io)?;
+        if n == 0 {
+            return Err(bale::Error::new(bale::ErrorKind::Corrupt, "a large value ended before its recorded length"));
+        }
+        at += n;
+    }
+    Ok(())
+}

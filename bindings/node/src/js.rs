@@ -1,0 +1,216 @@
+//! Thin wrappers over the raw Node-API calls the hot paths and the write
+//! queue use: JS-owned buffers, arrays, promises settled from the main
+//! thread, and references that keep values alive across event-loop turns.
+
+use std::ptr;
+
+use napi::bindgen_prelude::{FromNapiValue, ToNapiValue, TypeName, ValidateNapiValue};
+use napi::{Env, Error, Result, Status, ValueType, sys};
+
+/// Fails with the napi status unless it is `napi_ok`.
+pub fn check(status: sys::napi_status, what: &str) -> Result<()> {
+    if status == sys::Status::napi_ok { Ok(()) } else { Err(Error::new(Status::from(status), what.to_owned())) }
+}
+
+/// A JS value created or received during the current call, returned as is.
+pub struct Raw(pub sys::napi_value);
+
+impl ToNapiValue for Raw {
+    unsafe fn to_napi_value(_env: sys::napi_env, val: Self) -> Result<sys::napi_value> {
+        Ok(val.0)
+    }
+}
+
+impl FromNapiValue for Raw {
+    unsafe fn from_napi_value(_env: sys::napi_env, val: sys::napi_value) -> Result<Self> {
+        Ok(Raw(val))
+    }
+}
+
+impl TypeName for Raw {
+    fn type_name() -> &'static str {
+        "unknown"
+    }
+    fn value_type() -> ValueType {
+        ValueType::Unknown
+    }
+}
+
+impl ValidateNapiValue for Raw {}
+
+pub fn undefined(env: sys::napi_env) -> Result<sys::napi_value> {
+    let mut v = ptr::null_mut();
+    // SAFETY: env is the live environment of the current call.
+    check(unsafe { sys::napi_get_undefined(env, &mut v) }, "undefined")?;
+    Ok(v)
+}
+
+pub fn boolean(env: sys::napi_env, b: bool) -> Result<sys::napi_value> {
+    let mut v = ptr::null_mut();
+    // SAFETY: as above.
+    check(unsafe { sys::napi_get_boolean(env, b, &mut v) }, "boolean")?;
+    Ok(v)
+}
+
+pub fn number(env: sys::napi_env, n: f64) -> Result<sys::napi_value> {
+    let mut v = ptr::null_mut();
+    // SAFETY: as above.
+    check(unsafe { sys::napi_create_double(env, n, &mut v) }, "number")?;
+    Ok(v)
+}
+
+/// A Buffer owned by the JS heap holding a copy of `bytes` (never an
+/// external buffer, so it works where the runtime refuses those).
+pub fn buffer_copy(env: sys::napi_env, bytes: &[u8]) -> Result<sys::napi_value> {
+    let mut v = ptr::null_mut();
+    let mut data = ptr::null_mut();
+    // SAFETY: bytes is valid for its length; the engine copies it.
+    check(
+        unsafe { sys::napi_create_buffer_copy(env, bytes.len(), bytes.as_ptr().cast(), &mut data, &mut v) },
+        "cannot allocate a Buffer",
+    )?;
+    Ok(v)
+}
+
+/// A new JS-owned Buffer of `len` bytes and a pointer to its memory, which
+/// stays valid while the Buffer is reachable (it is, during this call).
+pub fn buffer_alloc(env: sys::napi_env, len: usize) -> Result<(sys::napi_value, *mut u8)> {
+    let mut v = ptr::null_mut();
+    let mut data = ptr::null_mut();
+    // SAFETY: plain allocation call.
+    check(unsafe { sys::napi_create_buffer(env, len, &mut data, &mut v) }, "cannot allocate a Buffer")?;
+    Ok((v, data.cast()))
+}
+
+pub fn array(env: sys::napi_env, len: usize) -> Result<sys::napi_value> {
+    let mut v = ptr::null_mut();
+    // SAFETY: plain allocation call.
+    check(unsafe { sys::napi_create_array_with_length(env, len, &mut v) }, "array")?;
+    Ok(v)
+}
+
+pub fn set_element(env: sys::napi_env, arr: sys::napi_value, i: u32, v: sys::napi_value) -> Result<()> {
+    // SAFETY: arr is an array created in this call.
+    check(unsafe { sys::napi_set_element(env, arr, i, v) }, "set element")
+}
+
+pub fn set_property(env: sys::napi_env, obj: sys::napi_value, name: &std::ffi::CStr, v: sys::napi_value) -> Result<()> {
+    // SAFETY: obj is an object of this call; name is NUL-terminated.
+    check(unsafe { sys::napi_set_named_property(env, obj, name.as_ptr(), v) }, "set property")
+}
+
+fn get_property(env: sys::napi_env, obj: sys::napi_value, name: &std::ffi::CStr) -> Result<sys::napi_value> {
+    let mut v = ptr::null_mut();
+    // SAFETY: as above.
+    check(unsafe { sys::napi_get_named_property(env, obj, name.as_ptr(), &mut v) }, "get property")?;
+    Ok(v)
+}
+
+pub fn type_of(env: sys::napi_env, v: sys::napi_value) -> Result<sys::napi_valuetype> {
+    let mut t = 0;
+    // SAFETY: v is a value of this call.
+    check(unsafe { sys::napi_typeof(env, v, &mut t) }, "typeof")?;
+    Ok(t)
+}
+
+/// Whether `v` has a callable `then` (a promise or any thenable).
+pub fn is_thenable(env: sys::napi_env, v: sys::napi_value) -> Result<bool> {
+    let t = type_of(env, v)?;
+    if t != sys::ValueType::napi_object && t != sys::ValueType::napi_function {
+        return Ok(false);
+    }
+    let then = get_property(env, v, c"then")?;
+    Ok(type_of(env, then)? == sys::ValueType::napi_function)
+}
+
+/// Calls `globalThis[name](f)`: `setImmediate` or `queueMicrotask`.
+pub fn call_global(env: sys::napi_env, name: &std::ffi::CStr, f: sys::napi_value) -> Result<()> {
+    let mut global = ptr::null_mut();
+    // SAFETY: plain query.
+    check(unsafe { sys::napi_get_global(env, &mut global) }, "global")?;
+    let func = get_property(env, global, name)?;
+    if type_of(env, func)? != sys::ValueType::napi_function {
+        return Err(Error::new(Status::FunctionExpected, format!("{} is not available", name.to_string_lossy())));
+    }
+    let mut out = ptr::null_mut();
+    let args = [f];
+    // SAFETY: func is a function; args live on this stack frame.
+    check(unsafe { sys::napi_call_function(env, global, func, 1, args.as_ptr(), &mut out) }, "schedule")
+}
+
+/// Runs `f` once on this thread after the current code, through
+/// `globalThis[when]` (`queueMicrotask` or `setImmediate`).
+pub fn schedule<F: Fn(&Env) + 'static>(env: &Env, when: &std::ffi::CStr, f: F) -> Result<()> {
+    let cb = env.create_function_from_closure::<(), (), _>("bale_scheduled", move |ctx| {
+        f(ctx.env);
+        Ok(())
+    })?;
+    call_global(env.raw(), when, napi::JsValue::raw(&cb))
+}
+
+/// The resolving half of a promise. It must be settled on the thread that
+/// made it; it is `Send` only so that a task can carry it to the pool and back.
+pub struct Deferred(sys::napi_deferred);
+
+// SAFETY: the pointer is only used by `resolve`/`reject`, which the write
+// queue calls on the JS thread that created it (in `Task::resolve`).
+unsafe impl Send for Deferred {}
+
+impl Deferred {
+    pub fn new(env: sys::napi_env) -> Result<(Deferred, sys::napi_value)> {
+        let mut d = ptr::null_mut();
+        let mut p = ptr::null_mut();
+        // SAFETY: plain creation call.
+        check(unsafe { sys::napi_create_promise(env, &mut d, &mut p) }, "promise")?;
+        Ok((Deferred(d), p))
+    }
+
+    pub fn resolve(self, env: sys::napi_env, v: sys::napi_value) {
+        // SAFETY: settles the deferred exactly once, on its own thread. A
+        // failure only happens while the environment shuts down.
+        let _ = unsafe { sys::napi_resolve_deferred(env, self.0, v) };
+    }
+
+    pub fn reject(self, env: sys::napi_env, v: sys::napi_value) {
+        // SAFETY: as above.
+        let _ = unsafe { sys::napi_reject_deferred(env, self.0, v) };
+    }
+}
+
+/// A strong reference to any JS value (primitives included: the value is
+/// held in a one-element array), deleted with `release` on its thread.
+pub struct Ref(sys::napi_ref);
+
+// SAFETY: as for `Deferred`: created, read and released on the JS thread;
+// only carried through a pool task in between.
+unsafe impl Send for Ref {}
+
+impl Ref {
+    pub fn new(env: sys::napi_env, v: sys::napi_value) -> Result<Ref> {
+        let holder = array(env, 1)?;
+        set_element(env, holder, 0, v)?;
+        let mut r = ptr::null_mut();
+        // SAFETY: holder is an object of this call.
+        check(unsafe { sys::napi_create_reference(env, holder, 1, &mut r) }, "reference")?;
+        Ok(Ref(r))
+    }
+
+    pub fn value(&self, env: sys::napi_env) -> Result<sys::napi_value> {
+        let mut holder = ptr::null_mut();
+        let mut v = ptr::null_mut();
+        // SAFETY: the reference is alive until `release`; holder is an array.
+        unsafe {
+            check(sys::napi_get_reference_value(env, self.0, &mut holder), "reference value")?;
+            check(sys::napi_get_element(env, holder, 0, &mut v), "reference value")?;
+        }
+        Ok(v)
+    }
+
+    /// The value, and the reference deleted.
+    pub fn release(self, env: sys::napi_env) -> Result<sys::napi_value> {
+        let v = self.value(env);
+        // SAFETY: deleted once; self is consumed.
+        let _ = unsafe { sys::napi_delete_reference(env, self.0) };
+        v
+    }
+}

@@ -1,0 +1,524 @@
+//! `Tree`: one open store file. Reads are synchronous and run on a snapshot
+//! cached for the current event-loop turn; writes go through the queue in
+//! `txn.rs` (promises) or commit on the spot (`*Sync`).
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::rc::{Rc, Weak};
+use std::sync::{Arc, Condvar, Mutex};
+
+use bale::{Options, ReadOps, ReadTxn, Store, WriteTxn};
+use napi::bindgen_prelude::Function;
+use napi::{Env, Result};
+use napi_derive::napi;
+
+use crate::convert::{self, Bytes};
+use crate::error::{self, OrThrow};
+use crate::js::{self, Raw};
+use crate::txn::{Active, Job, Txn};
+
+/// How to open a store. Every field is optional.
+#[napi(object, object_to_js = false)]
+pub struct OpenOptions {
+    /// Create the file when it does not exist (default false).
+    pub create: Option<bool>,
+    /// Open for reading only; writes fail with `INVALID_ARGUMENT`.
+    pub readonly: Option<bool>,
+    /// Page size of a new file: a power of two from 4096 to 65536 (default 4096).
+    pub page_size: Option<u32>,
+    /// Commits are durable when they resolve (default true). With false, a
+    /// crash may lose the last commit, never corrupt the file.
+    pub durable: Option<bool>,
+    /// Read through a memory map (default true). Turn it off for files that
+    /// another program may truncate.
+    pub mmap: Option<bool>,
+    /// Wait for another process's writer instead of failing with `LOCKED`.
+    pub wait: Option<bool>,
+}
+
+/// Whether a commit of this handle is running on the thread pool. Sync
+/// writers wait on it (never for JS, so this cannot deadlock).
+#[derive(Default)]
+pub struct Gate {
+    busy: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Gate {
+    pub fn enter(&self) {
+        *self.busy.lock().unwrap_or_else(|e| e.into_inner()) = true;
+    }
+
+    pub fn leave(&self) {
+        *self.busy.lock().unwrap_or_else(|e| e.into_inner()) = false;
+        self.cv.notify_all();
+    }
+
+    pub fn wait_idle(&self) {
+        let mut b = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        while *b {
+            b = self.cv.wait(b).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+/// The state behind a `Tree`, owned by its JS thread.
+pub struct Inner {
+    pub store: RefCell<Option<Store>>,
+    pub path: String,
+    pub readonly: bool,
+    pub max_key: usize,
+    pub page_size: u32,
+    pub format_version: u16,
+    /// The snapshot reads use until the end of this event-loop turn.
+    pub snap: RefCell<Option<Arc<ReadTxn>>>,
+    /// The write transaction of a running transaction callback.
+    pub active: RefCell<Option<Rc<Active>>>,
+    pub queue: RefCell<VecDeque<Job>>,
+    pub in_flight: Cell<bool>,
+    pub pump_scheduled: Cell<bool>,
+    pub gate: Arc<Gate>,
+    pub weak: Weak<Inner>,
+}
+
+impl Inner {
+    pub fn store(&self) -> bale::Result<Store> {
+        self.store.borrow().clone().ok_or_else(error::closed)
+    }
+
+    /// Runs `f` on this turn's snapshot, taking one first when needed.
+    #[inline]
+    pub fn with_snap<T>(&self, env: &Env, f: impl FnOnce(&Arc<ReadTxn>) -> Result<T>) -> Result<T> {
+        {
+            let s = self.snap.borrow();
+            if let Some(t) = s.as_ref() {
+                return f(t);
+            }
+        }
+        let txn = Arc::new(self.store().and_then(|s| s.read()).or_throw(env)?);
+        *self.snap.borrow_mut() = Some(txn.clone());
+        let weak = self.weak.clone();
+        let drop_snap = move |_: &Env| {
+            if let Some(i) = weak.upgrade() {
+                i.snap.borrow_mut().take();
+            }
+        };
+        if js::schedule(env, c"setImmediate", drop_snap.clone()).is_err() {
+            let _ = js::schedule(env, c"queueMicrotask", drop_snap);
+        }
+        f(&txn)
+    }
+
+    /// After a commit of this handle: the next read takes a new snapshot.
+    pub fn committed(&self) {
+        self.snap.borrow_mut().take();
+    }
+
+    /// A write outside any callback: open, apply `f`, commit. Inside a
+    /// transaction callback the write goes into that transaction instead.
+    pub fn write_sync<T>(&self, env: &Env, f: impl FnOnce(&mut WriteTxn) -> bale::Result<T>) -> Result<T> {
+        let active = self.active.borrow().clone();
+        if let Some(a) = active {
+            let mut t = a.txn.borrow_mut();
+            let w = t.as_mut().ok_or_else(|| error::to_napi(env.raw(), &crate::txn::ended()))?;
+            return f(w).or_throw(env);
+        }
+        let store = self.store().or_throw(env)?;
+        self.gate.wait_idle();
+        let mut w = store.write().or_throw(env)?;
+        let r = f(&mut w).or_throw(env)?;
+        w.commit().or_throw(env)?;
+        self.committed();
+        Ok(r)
+    }
+}
+
+/// Reads `key` from any transaction into a Buffer, or `undefined`.
+#[inline]
+pub fn read_value<R: ReadOps>(env: &Env, r: &R, key: &[u8]) -> Result<Raw> {
+    match r.get(key) {
+        Ok(Some(v)) => match convert::value_buffer(env.raw(), &v)? {
+            Ok(b) => Ok(Raw(b)),
+            Err(e) => Err(error::to_napi(env.raw(), &e)),
+        },
+        Ok(None) => Ok(Raw(js::undefined(env.raw())?)),
+        Err(e) => Err(error::to_napi(env.raw(), &e)),
+    }
+}
+
+/// An open store file: an ordered map of byte keys to byte values.
+///
+/// Reads (`get`, `has`, `range`, ...) are synchronous and see one snapshot
+/// per event-loop turn (plus this handle's own commits). Writes either
+/// return a Promise that resolves once the commit is durable (`put`,
+/// `delete`, `transaction`; queued, batched and committed on the thread
+/// pool) or commit before returning (`putSync`, `deleteSync`,
+/// `transactionSync`).
+#[napi]
+pub struct Tree {
+    pub(crate) inner: Rc<Inner>,
+}
+
+#[napi]
+impl Tree {
+    /// Opens (with `create`, creates) the store file at `path`.
+    #[napi(factory)]
+    pub fn open(env: Env, path: String, options: Option<OpenOptions>) -> Result<Tree> {
+        let o = options.unwrap_or(OpenOptions {
+            create: None,
+            readonly: None,
+            page_size: None,
+            durable: None,
+            mmap: None,
+            wait: None,
+        });
+        let d = Options::default();
+        let opts = Options {
+            create: o.create.unwrap_or(d.create),
+            readonly: o.readonly.unwrap_or(d.readonly),
+            page_size: o.page_size.unwrap_or(d.page_size),
+            mmap: o.mmap.unwrap_or(d.mmap),
+            wait_for_writer: o.wait.unwrap_or(d.wait_for_writer),
+            durable: o.durable.unwrap_or(d.durable),
+        };
+        let readonly = opts.readonly;
+        let store = Store::open(&path, opts).or_throw(&env)?;
+        let inner = Rc::new_cyclic(|weak| Inner {
+            path,
+            readonly,
+            max_key: store.max_key_len(),
+            page_size: store.page_size(),
+            format_version: store.format_version(),
+            store: RefCell::new(Some(store)),
+            snap: RefCell::new(None),
+            active: RefCell::new(None),
+            queue: RefCell::new(VecDeque::new()),
+            in_flight: Cell::new(false),
+            pump_scheduled: Cell::new(false),
+            gate: Arc::new(Gate::default()),
+            weak: weak.clone(),
+        });
+        Ok(Tree { inner })
+    }
+
+    /// The path the store was opened from.
+    #[napi(getter)]
+    pub fn path(&self) -> String {
+        self.inner.path.clone()
+    }
+
+    #[napi(getter)]
+    pub fn page_size(&self) -> u32 {
+        self.inner.page_size
+    }
+
+    /// The tree-store format version of the file.
+    #[napi(getter)]
+    pub fn format_version(&self) -> u32 {
+        self.inner.format_version as u32
+    }
+
+    /// The longest key this store accepts, in bytes.
+    #[napi(getter)]
+    pub fn max_key_length(&self) -> u32 {
+        self.inner.max_key as u32
+    }
+
+    #[napi(getter)]
+    pub fn readonly(&self) -> bool {
+        self.inner.readonly
+    }
+
+    #[napi(getter)]
+    pub fn closed(&self) -> bool {
+        self.inner.store.borrow().is_none()
+    }
+
+    /// The value under `key` as a new Buffer, or `undefined`.
+    #[napi(ts_args_type = "key: Key", ts_return_type = "Buffer | undefined")]
+    pub fn get(&self, env: Env, key: Bytes) -> Result<Raw> {
+        let inner = &*self.inner;
+        {
+            let a = inner.active.borrow();
+            if let Some(a) = a.as_ref() {
+                let t = a.txn.borrow();
+                if let Some(w) = t.as_ref() {
+                    return read_value(&env, w, &key);
+                }
+            }
+        }
+        inner.with_snap(&env, |r| read_value(&env, &**r, &key))
+    }
+
+    /// Whether `key` exists.
+    #[napi(ts_args_type = "key: Key")]
+    pub fn has(&self, env: Env, key: Bytes) -> Result<bool> {
+        let inner = &*self.inner;
+        {
+            let a = inner.active.borrow();
+            if let Some(a) = a.as_ref() {
+                let t = a.txn.borrow();
+                if let Some(w) = t.as_ref() {
+                    return w.contains(&key).or_throw(&env);
+                }
+            }
+        }
+        inner.with_snap(&env, |r| r.contains(&key).or_throw(&env))
+    }
+
+    /// The values of several keys (`undefined` where missing), read from one snapshot.
+    #[napi(ts_args_type = "keys: Key[]", ts_return_type = "Array<Buffer | undefined>")]
+    pub fn get_many(&self, env: Env, keys: Vec<Bytes>) -> Result<Raw> {
+        let arr = js::array(env.raw(), keys.len())?;
+        self.inner.with_snap(&env, |r| {
+            for (i, k) in keys.iter().enumerate() {
+                let v = read_value(&env, &**r, k)?;
+                js::set_element(env.raw(), arr, i as u32, v.0)?;
+            }
+            Ok(())
+        })?;
+        Ok(Raw(arr))
+    }
+
+    /// The length in bytes of the value under `key`, or `undefined`.
+    #[napi(ts_args_type = "key: Key", ts_return_type = "number | undefined")]
+    pub fn value_length(&self, env: Env, key: Bytes) -> Result<Raw> {
+        self.inner.with_snap(&env, |r| match r.get(&key) {
+            Ok(Some(v)) => Ok(Raw(js::number(env.raw(), v.len() as f64)?)),
+            Ok(None) => Ok(Raw(js::undefined(env.raw())?)),
+            Err(e) => Err(error::to_napi(env.raw(), &e)),
+        })
+    }
+
+    /// `length` bytes of the value under `key` from `offset` (fewer at its
+    /// end), reading only the blocks that hold them; `undefined` when the
+    /// key does not exist.
+    #[napi(ts_args_type = "key: Key, offset: number, length: number", ts_return_type = "Buffer | undefined")]
+    pub fn read_range(&self, env: Env, key: Bytes, offset: f64, length: f64) -> Result<Raw> {
+        let (offset, length) = (to_u64(&env, offset, "offset")?, to_u64(&env, length, "length")?);
+        self.inner.with_snap(&env, |r| match r.get(&key) {
+            Ok(Some(v)) => {
+                let bytes = v.read_range(offset, length).or_throw(&env)?;
+                Ok(Raw(js::buffer_copy(env.raw(), &bytes)?))
+            }
+            Ok(None) => Ok(Raw(js::undefined(env.raw())?)),
+            Err(e) => Err(error::to_napi(env.raw(), &e)),
+        })
+    }
+
+    /// Number of keys in the current snapshot.
+    #[napi]
+    pub fn count(&self, env: Env) -> Result<f64> {
+        {
+            let a = self.inner.active.borrow();
+            if let Some(a) = a.as_ref()
+                && let Some(w) = a.txn.borrow().as_ref()
+            {
+                return Ok(w.len() as f64);
+            }
+        }
+        self.inner.with_snap(&env, |r| Ok(r.len() as f64))
+    }
+
+    /// Drops this turn's snapshot: the next read sees the latest commit
+    /// (of any handle or process). Snapshots are otherwise renewed after
+    /// every commit of this handle and at the end of each event-loop turn.
+    #[napi]
+    pub fn refresh(&self) {
+        self.inner.snap.borrow_mut().take();
+    }
+
+    /// Stores `value` under `key` and commits before returning (inside a
+    /// transaction callback: writes into that transaction).
+    #[napi(ts_args_type = "key: Key, value: Value")]
+    pub fn put_sync(&self, env: Env, key: Bytes, value: Bytes) -> Result<()> {
+        self.inner.write_sync(&env, |w| w.put(&key, &value))
+    }
+
+    /// Stores every `[key, value]` pair in one commit, before returning.
+    #[napi(ts_args_type = "entries: Array<[Key, Value]>")]
+    pub fn put_many_sync(&self, env: Env, entries: Vec<(Bytes, Bytes)>) -> Result<()> {
+        self.inner.write_sync(&env, |w| {
+            for (k, v) in &entries {
+                w.put(k, v)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Removes `key` and commits before returning; true when it existed.
+    #[napi(ts_args_type = "key: Key")]
+    pub fn delete_sync(&self, env: Env, key: Bytes) -> Result<bool> {
+        self.inner.write_sync(&env, |w| w.delete(&key))
+    }
+
+    /// Runs `fn(txn)` in a write transaction and commits before returning
+    /// the callback's result. A throw rolls everything back. The callback
+    /// must be synchronous; `put`/`get` on the tree inside it act on the
+    /// same transaction. Transactions do not nest.
+    #[napi(ts_generic_types = "T", ts_args_type = "fn: (txn: Txn) => T", ts_return_type = "T")]
+    pub fn transaction_sync(&self, env: Env, f: Function<'_, Txn, Raw>) -> Result<Raw> {
+        let inner = &self.inner;
+        if inner.active.borrow().is_some() {
+            return Err(error::to_napi(
+                env.raw(),
+                &error::invalid("transactions do not nest: use the txn of the running callback"),
+            ));
+        }
+        let store = inner.store().or_throw(&env)?;
+        inner.gate.wait_idle();
+        let w = store.write().or_throw(&env)?;
+        let out = match crate::txn::run_callback(&env, inner, w, &f) {
+            Ok((w, ret)) => match w.commit() {
+                Ok(()) => {
+                    inner.committed();
+                    Ok(Raw(ret))
+                }
+                Err(e) => Err(error::to_napi(env.raw(), &e)),
+            },
+            Err(e) => Err(e),
+        };
+        // Writes queued by the callback start now.
+        crate::txn::pump(inner, &env);
+        out
+    }
+
+    /// Page, depth, fill and value statistics of the latest commit.
+    #[napi]
+    pub fn stat(&self, env: Env) -> Result<Stat> {
+        let store = self.inner.store().or_throw(&env)?;
+        let s = bale::btree::stat(&store).or_throw(&env)?;
+        Ok(Stat {
+            txn: s.txn as f64,
+            page_size: s.page_size as f64,
+            file_pages: s.file_pages as f64,
+            depth: s.depth as f64,
+            entries: s.entries as f64,
+            leaf_pages: s.leaf_pages as f64,
+            branch_pages: s.branch_pages as f64,
+            fill: s.fill,
+            inline_value_bytes: s.inline_value_bytes as f64,
+            large_values: s.large_values as f64,
+            large_value_bytes: s.large_value_bytes as f64,
+            large_stored_bytes: s.large_stored_bytes as f64,
+            large_pages: s.large_pages as f64,
+            free_pages: s.free_pages as f64,
+            free_list_pages: s.free_list_pages as f64,
+        })
+    }
+
+    /// Walks every page of the latest commit (checksums, key order, tree
+    /// shape, value blocks, free list) and reports the bad ones.
+    #[napi]
+    pub fn check(&self, env: Env) -> Result<CheckReport> {
+        let store = self.inner.store().or_throw(&env)?;
+        let c = bale::btree::check(&store).or_throw(&env)?;
+        Ok(CheckReport {
+            ok: c.is_ok(),
+            txn: c.txn as f64,
+            pages: c.pages as f64,
+            entries: c.entries as f64,
+            large_values: c.large_values as f64,
+            free_pages: c.free_pages as f64,
+            problems: c
+                .problems
+                .into_iter()
+                .map(|p| Problem { page: p.page.map(|x| x as f64), message: p.message })
+                .collect(),
+        })
+    }
+
+    /// Rewrites the store into a new file with only live data and puts it in
+    /// place, before returning (see `compact` for the queued form).
+    #[napi]
+    pub fn compact_sync(&self, env: Env) -> Result<CompactReport> {
+        let inner = &self.inner;
+        if inner.active.borrow().is_some() {
+            return Err(error::to_napi(env.raw(), &error::invalid("cannot compact inside a transaction")));
+        }
+        let store = inner.store().or_throw(&env)?;
+        inner.gate.wait_idle();
+        let r = store.compact().or_throw(&env)?;
+        inner.committed();
+        Ok(CompactReport::from(r))
+    }
+
+    /// Closes the handle: later calls fail with `CLOSED` and writes still
+    /// queued are rejected with it; a commit already running completes.
+    #[napi]
+    pub fn close(&self, env: Env) -> Result<()> {
+        let inner = &self.inner;
+        if inner.active.borrow().is_some() {
+            return Err(error::to_napi(env.raw(), &error::invalid("cannot close inside a transaction")));
+        }
+        inner.store.borrow_mut().take();
+        inner.snap.borrow_mut().take();
+        crate::txn::pump(inner, &env);
+        Ok(())
+    }
+}
+
+pub fn to_u64(env: &Env, x: f64, what: &str) -> Result<u64> {
+    if x.is_finite() && x >= 0.0 && x.fract() == 0.0 && x <= 9_007_199_254_740_991.0 {
+        Ok(x as u64)
+    } else {
+        Err(error::to_napi(env.raw(), &error::invalid(format!("{what} must be a non-negative integer, not {x}"))))
+    }
+}
+
+#[napi(object)]
+pub struct Stat {
+    pub txn: f64,
+    pub page_size: f64,
+    pub file_pages: f64,
+    pub depth: f64,
+    pub entries: f64,
+    pub leaf_pages: f64,
+    pub branch_pages: f64,
+    /// Share of leaf and branch page bytes holding cells (0..1).
+    pub fill: f64,
+    pub inline_value_bytes: f64,
+    pub large_values: f64,
+    /// Bytes of large values as written.
+    pub large_value_bytes: f64,
+    /// Bytes their blocks take after compression.
+    pub large_stored_bytes: f64,
+    pub large_pages: f64,
+    pub free_pages: f64,
+    pub free_list_pages: f64,
+}
+
+#[napi(object)]
+pub struct Problem {
+    pub page: Option<f64>,
+    pub message: String,
+}
+
+#[napi(object)]
+pub struct CheckReport {
+    /// True when no problem was found.
+    pub ok: bool,
+    pub txn: f64,
+    pub pages: f64,
+    pub entries: f64,
+    pub large_values: f64,
+    pub free_pages: f64,
+    pub problems: Vec<Problem>,
+}
+
+#[napi(object)]
+pub struct CompactReport {
+    pub bytes_before: f64,
+    pub bytes_after: f64,
+    pub entries: f64,
+}
+
+impl From<bale::btree::CompactReport> for CompactReport {
+    fn from(r: bale::btree::CompactReport) -> CompactReport {
+        CompactReport {
+            bytes_before: r.bytes_before as f64,
+            bytes_after: r.bytes_after as f64,
+            entries: r.entries as f64,
+        }
+    }
+}

@@ -1,0 +1,23 @@
+# The Node package (bindings/node): npm install (not npm ci: the lockfile
+# npm writes here lacks @napi-rs/cli's other-platform optional packages),
+# napi build (release addon + generated index.d.ts), tsc --noEmit on a typed
+# test file, then the node:test suites in tests/node.
+NODE_PKG := bindings/node
+BINDING_TESTS += test-node
+
+.PHONY: test-node node-deps node-build bench-node
+
+node-deps:
+	@command -v node >/dev/null && command -v npm >/dev/null || { echo "node and npm are missing: install Node.js >= 20.17 (e.g. apt-get install nodejs npm)"; exit 1; }
+	cd $(NODE_PKG) && npm install --no-audit --no-fund --loglevel=error
+
+node-build: node-deps
+	cd $(NODE_PKG) && npm run --silent build
+
+test-node: node-build
+	cd $(NODE_PKG) && npx --no-install tsc -p tsconfig.json
+	node --test tests/node/*.test.mjs
+
+# W1-W3 against lmdb-js and better-sqlite3 (not part of make test).
+bench-node: node-build
+	./bench/node/run.sh
