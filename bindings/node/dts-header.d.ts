@@ -22,8 +22,22 @@ export interface WriteStreamOptions {
   highWaterMark?: number
 }
 
-/* Added to the native classes by index.js. */
+/* Methods index.js puts on the native classes. */
 export interface Tree {
+  /** The value under `key` as a new Buffer (a copy owned by JS), or `undefined`. */
+  get(key: Key): Buffer | undefined
+  /** Whether `key` exists. */
+  has(key: Key): boolean
+  /**
+   * Stores `value` under `key`. Resolves once the commit holding it is
+   * durable. Puts and deletes issued together share one commit.
+   */
+  put(key: Key, value: Value): Promise<void>
+  /**
+   * Stores `value` under `key` and commits before returning (inside a
+   * transaction callback: writes into that transaction).
+   */
+  putSync(key: Key, value: Value): void
   /** The value under `key` as a stream (read on the thread pool in bounded memory); errors with `NOT_FOUND` when missing. */
   createReadStream(key: Key, options?: ReadStreamOptions): Readable
   /** A stream whose bytes become the value under `key`; 'finish' is emitted once the commit is durable. Buffers into a temporary file beside the store, so memory stays bounded. */

@@ -12,9 +12,63 @@ const { Readable, Writable } = require('node:stream')
 const binding = require('./binding.js')
 
 const { Tree, Range, KeyRange, Txn, ValueReader, errorCodes, errorForCode, formatVersion } = binding
+const fast = binding._fastPaths()
+const _treeGet = fast.get
+const _treeHas = fast.has
+const _treePut = fast.put
+const _treePutSync = fast.putSync
 const __napiBindingTarget = binding.__napiBindingTarget
 
+// The hot calls. `get` copies the value into a slab Buffer owned by this
+// module and returns a view of it, the way Node's Buffer.allocUnsafe hands
+// out views of its 8 KiB pool: one small object per value, and always memory
+// owned by JS (never an external buffer, so also fine in Electron). A slab
+// is replaced when less than the longest inline value (16 KiB at 64 KiB
+// pages) is left; longer values come back as Buffers of their own.
+const SLAB = 64 * 1024
+const SLAB_MIN_ROOM = 16 * 1024
+let slab = Buffer.allocUnsafeSlow(SLAB)
+let slabAt = 0
+
+Tree.prototype.get = function get(key) {
+  if (SLAB - slabAt < SLAB_MIN_ROOM) {
+    slab = Buffer.allocUnsafeSlow(SLAB)
+    slabAt = 0
+  }
+  const at = slabAt
+  const r = _treeGet(this, key, slab, at)
+  if (typeof r !== 'number') return r
+  slabAt = (at + r + 7) & ~7
+  return slab.subarray(at, at + r)
+}
+Tree.prototype.has = function has(key) {
+  return _treeHas(this, key)
+}
+Tree.prototype.put = function put(key, value) {
+  return _treePut(this, key, value)
+}
+Tree.prototype.putSync = function putSync(key, value) {
+  _treePutSync(this, key, value)
+}
+
 const EMPTY = []
+
+// A batch from Range/KeyRange `_next`: u32 LE count, count × u32 LE
+// lengths, then the bytes. Entries become views of the batch Buffer (one
+// JS-owned copy per batch of up to ~64 KiB; a large value has its own).
+function split(data) {
+  if (data === null) return null
+  const dv = new DataView(data.buffer, data.byteOffset, data.byteLength)
+  const m = dv.getUint32(0, true)
+  const out = new Array(m)
+  let off = 4 + 4 * m
+  for (let i = 0; i < m; i++) {
+    const len = dv.getUint32(4 + 4 * i, true)
+    out[i] = data.subarray(off, off + len)
+    off += len
+  }
+  return out
+}
 
 // Walks the batches of a Range (pairs: [key, value]) or KeyRange (keys).
 class BatchIterator {
@@ -31,7 +85,7 @@ class BatchIterator {
     let i = this.i
     if (i >= b.length) {
       if (this.done) return { done: true, value: undefined }
-      b = this.range.nextBatch()
+      b = split(this.range._next())
       if (b === null) {
         this.done = true
         this.batch = EMPTY
@@ -73,7 +127,7 @@ class AsyncBatchIterator {
   async next() {
     if (this.i >= this.batch.length) {
       if (this.done) return { done: true, value: undefined }
-      const b = await this.range.nextBatchAsync()
+      const b = split(await this.range._nextAsync())
       if (b === null) {
         this.done = true
         this.batch = EMPTY

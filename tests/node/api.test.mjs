@@ -125,6 +125,18 @@ describe('reads and writes', () => {
     assert.ok(t.readRange('big', 70_000, 1000).equals(big.subarray(70_000, 71_000)))
     assert.ok(t.readRange('big', 299_990, 100).equals(big.subarray(299_990)))
     assert.equal(t.readRange('none', 0, 1), undefined)
+    // Around the 64 KiB scratch that get() copies through, and in ranges.
+    const sizes = [0, 1, 4000, 65535, 65536, 65537, 1 << 20]
+    const vals = sizes.map((n) => crypto.randomBytes(n))
+    await t.transaction((txn) => sizes.forEach((n, i) => txn.put(`s${String(i).padStart(2, '0')}`, vals[i])))
+    sizes.forEach((n, i) => assert.ok(t.get(`s${String(i).padStart(2, '0')}`).equals(vals[i]), `size ${n}`))
+    t.transactionSync(() => assert.ok(t.get('s05').equals(vals[5])))
+    const got = [...t.range({ prefix: 's' })].map(([, v]) => v)
+    assert.equal(got.length, sizes.length)
+    got.forEach((v, i) => assert.ok(v.equals(vals[i]), `range size ${sizes[i]}`))
+    const agot = []
+    for await (const [, v] of t.range({ prefix: 's', reverse: true })) agot.push(v)
+    agot.reverse().forEach((v, i) => assert.ok(v.equals(vals[i]), `async range size ${sizes[i]}`))
     t.close()
   })
 })

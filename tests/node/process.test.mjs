@@ -61,16 +61,30 @@ test('two writers collide: LOCKED, or wait with { wait: true }', async () => {
   assert.equal(t.get('held'), undefined, 'the child has not committed')
   const waiting = Tree.open(file, { wait: true })
   let resolved = false
+  let ran = false
+  const tx = waiting.transaction((txn) => {
+    ran = true
+    txn.put('waited-txn', 'yes')
+    return 'ran'
+  })
   const put = waiting.put('waited', 'yes').then(() => { resolved = true })
+  // The waits happen on the thread pool: this thread keeps running timers.
+  let ticks = 0
+  const timer = setInterval(() => ticks++, 20)
   await new Promise((resolve) => setTimeout(resolve, 200))
+  clearInterval(timer)
+  assert.ok(ticks >= 3, `only ${ticks} timer ticks while waiting`)
   assert.equal(resolved, false, 'the waiting put holds until the child commits')
+  assert.equal(ran, false, 'the waiting transaction holds until the child commits')
   c.p.stdin.end('go\n')
   await put
+  assert.equal(await tx, 'ran')
   await c.line('released')
   assert.equal(await c.exited, 0)
   t.refresh()
   assert.equal(t.get('held').toString(), 'by child')
   assert.equal(t.get('waited').toString(), 'yes')
+  assert.equal(t.get('waited-txn').toString(), 'yes')
   await t.put('mine', '2')
   waiting.close()
   t.close()

@@ -51,7 +51,7 @@ async function main(path: string): Promise<void> {
   const keys: KeyRange = tree.keys({ gt: 'a' })
   for (const key of keys) void (key as Buffer)
   for await (const key of tree.keys()) void (key as Buffer)
-  const batch: Buffer[] | null = tree.range().nextBatch()
+  const first: IteratorResult<[Buffer, Buffer]> = tree.range()[Symbol.iterator]().next()
   const rs: Readable = tree.createReadStream('f', { start: 0, end: 99, highWaterMark: 65536 })
   const ws: Writable = tree.writeStream('f', { tmpDir: '/tmp' })
   const reader: ValueReader = tree.openValue('f')
@@ -67,7 +67,7 @@ async function main(path: string): Promise<void> {
   tree.refresh()
   tree.close()
   const closed: boolean = tree.closed
-  void [v, h, many, len, part, n, existed, r, removed, s, bytes, batch, rs, ws, piece, st.entries, ck.problems, cr.bytesAfter]
+  void [v, h, many, len, part, n, existed, r, removed, s, bytes, first, rs, ws, piece, st.entries, ck.problems, cr.bytesAfter]
   void [cr2, codes, e.code, fv, k, closed, tree.path, tree.readonly]
 }
 

@@ -164,7 +164,7 @@ pub fn value_buffer(env: sys::napi_env, v: &ValueRef<'_>) -> Result<std::result:
 }
 
 /// Reads the value from its start until `out` is full.
-fn fill(v: &ValueRef<'_>, out: &mut [u8]) -> bale::Result<()> {
+pub fn fill(v: &ValueRef<'_>, out: &mut [u8]) -> bale::Result<()> {
     use std::io::Read;
     let mut r = v.reader();
     let mut at = 0;

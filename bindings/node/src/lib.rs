@@ -4,12 +4,14 @@
 //! The modules mirror the core: `store` (open, reads, sync writes, stat,
 //! check, compact), `txn` (transaction callbacks and the queue of durable
 //! async writes), `range` (batched range iteration), `value` (reading a
-//! value in pieces for streams), `error` (coded errors), plus `convert` and
-//! `js` for the boundary itself. `index.js` adds the iterator protocols and
+//! value in pieces for streams), `error` (coded errors), plus `convert`,
+//! `js` and `fast` (the hottest calls as plain Node-API callbacks) for the
+//! boundary itself. `index.js` adds the iterator protocols and
 //! the Node streams.
 
 mod convert;
 mod error;
+mod fast;
 mod js;
 mod range;
 mod store;
@@ -21,6 +23,7 @@ use napi_derive::napi;
 pub use error::{error_codes, error_for_code};
 pub use range::{KeyRange, Range, RangeOptions};
 pub use store::{CheckReport, CompactReport, OpenOptions, Stat, Tree};
+pub use fast::fast_paths;
 pub use txn::Txn;
 pub use value::ValueReader;
 

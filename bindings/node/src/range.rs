@@ -1,9 +1,11 @@
 //! Range iteration. A range owns its snapshot (an `Arc<ReadTxn>`) and hands
-//! entries to JS in batches: one native call returns up to `BATCH_ENTRIES`
-//! Buffers, and the JS iterators (`index.js`) walk the batch. Each batch
-//! re-seeks past the last key it returned, as the core's `OwnedRange` does,
-//! but fills the JS array straight from the borrowed entries (one copy).
-//! `nextBatchAsync` fills a batch on the thread pool instead.
+//! entries to JS in batches: one native call copies up to `BATCH_ENTRIES`
+//! entries (about `BATCH_BYTES`) into one new JS-owned Buffer, and the
+//! iterators in `index.js` cut it into per-entry views. One Buffer object per
+//! batch instead of two per entry is what makes scans cheap: creating a
+//! Buffer through Node-API costs far more than copying 100 bytes. Each batch
+//! re-seeks past the last key it returned, as the core's `OwnedRange` does.
+//! `_nextAsync` fills a batch on the thread pool instead.
 
 use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -14,14 +16,15 @@ use napi::bindgen_prelude::AsyncTask;
 use napi::{Env, Result, Task, sys};
 use napi_derive::napi;
 
-use crate::convert::{self, OwnedBytes};
-use crate::error;
+use crate::convert::OwnedBytes;
+use crate::error::{self, OrThrow};
 use crate::js::{self, Raw};
 use crate::store::{Tree, to_u64};
 
-/// Entries per batch, and value bytes after which a batch ends early.
+/// Entries per batch, and bytes after which a batch ends early (a batch
+/// holding one large value is as big as that value).
 const BATCH_ENTRIES: usize = 1024;
-const BATCH_BYTES: u64 = 4 << 20;
+const BATCH_BYTES: usize = 64 << 10;
 
 /// Bounds and direction of a range. `prefix` intersects with the others.
 #[napi(object, object_to_js = false)]
@@ -96,21 +99,64 @@ pub struct Cursor {
     keys_only: bool,
 }
 
-enum Fail {
-    Core(bale::Error),
-    Js(napi::Error),
+/// One batch: the items' lengths and their bytes back to back (keys, or
+/// keys and values interleaved).
+#[derive(Default)]
+pub struct Batch {
+    lens: Vec<u32>,
+    data: Vec<u8>,
+}
+
+impl Batch {
+    /// The batch as one JS-owned Buffer: u32 LE count, count × u32 LE
+    /// lengths, then the bytes. `index.js` cuts it into views.
+    fn to_js(&self, env: sys::napi_env) -> Result<sys::napi_value> {
+        let head = 4 + 4 * self.lens.len();
+        let (buf, ptr) = js::buffer_alloc(env, head + self.data.len())?;
+        // SAFETY: the Buffer was just allocated with this many bytes.
+        let out = unsafe { std::slice::from_raw_parts_mut(ptr, head + self.data.len()) };
+        out[..4].copy_from_slice(&(self.lens.len() as u32).to_le_bytes());
+        for (i, l) in self.lens.iter().enumerate() {
+            out[4 + 4 * i..8 + 4 * i].copy_from_slice(&l.to_le_bytes());
+        }
+        out[head..].copy_from_slice(&self.data);
+        Ok(buf)
+    }
+
+    fn push(&mut self, bytes: &[u8]) -> bale::Result<()> {
+        let len = u32::try_from(bytes.len())
+            .map_err(|_| bale::Error::new(bale::ErrorKind::TooLarge, "a value of 4 GiB or more cannot be one Buffer; read it with createReadStream"))?;
+        self.lens.push(len);
+        self.data.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    /// Appends the whole value, read block by block.
+    fn push_value(&mut self, v: &ValueRef<'_>) -> bale::Result<()> {
+        if let Some(b) = v.as_inline() {
+            return self.push(b);
+        }
+        if v.len() >= u32::MAX as u64 {
+            return Err(bale::Error::new(
+                bale::ErrorKind::TooLarge,
+                "a value of 4 GiB or more cannot be one Buffer; read it with createReadStream",
+            ));
+        }
+        let before = self.data.len();
+        std::io::Read::read_to_end(&mut v.reader(), &mut self.data).map_err(error::from_io)?;
+        let got = (self.data.len() - before) as u64;
+        if got != v.len() {
+            return Err(bale::Error::new(bale::ErrorKind::Corrupt, "a large value ended before its recorded length"));
+        }
+        self.lens.push(got as u32);
+        Ok(())
+    }
 }
 
 impl Cursor {
     fn new(env: &Env, txn: Arc<ReadTxn>, o: Option<RangeOptions>, keys_only: bool) -> Result<Cursor> {
-        let mut c = Cursor {
-            txn: Some(txn),
-            start: Bound::Unbounded,
-            end: Bound::Unbounded,
-            reverse: false,
-            remaining: None,
-            keys_only,
-        };
+        let mut c =
+            Cursor { txn: Some(txn), start: Bound::Unbounded, end: Bound::Unbounded, reverse: false, remaining: None, keys_only };
         if let Some(o) = o {
             let mut start = Bound::Unbounded;
             let mut end = Bound::Unbounded;
@@ -145,39 +191,44 @@ impl Cursor {
         Ok(c)
     }
 
-    /// Feeds the next batch to `sink`; returns how many entries it took.
-    /// Errors end the range (they are sticky, as in the core).
-    fn fill(
-        &mut self,
-        mut sink: impl FnMut(&[u8], Option<&ValueRef<'_>>) -> std::result::Result<u64, Fail>,
-    ) -> std::result::Result<usize, Fail> {
-        let Some(txn) = self.txn.clone() else { return Ok(0) };
+    /// The next batch (empty at the end). A large value travels alone in
+    /// its batch. Errors end the range (they are sticky, as in the core).
+    fn fill(&mut self) -> bale::Result<Batch> {
+        let r = self.fill_inner();
+        if r.is_err() {
+            self.txn = None;
+        }
+        r
+    }
+
+    fn fill_inner(&mut self) -> bale::Result<Batch> {
+        let mut out = Batch::default();
+        let Some(txn) = self.txn.clone() else { return Ok(out) };
         let max = self.remaining.map_or(BATCH_ENTRIES, |r| (r as usize).min(BATCH_ENTRIES));
         let mut r = txn.range(bound_ref(&self.start), bound_ref(&self.end), self.reverse);
-        let (mut n, mut bytes, mut exhausted) = (0usize, 0u64, false);
+        let (mut n, mut exhausted) = (0usize, false);
         let mut last: Vec<u8> = Vec::new();
-        while n < max && bytes < BATCH_BYTES {
-            let (k, v) = match r.next_entry() {
-                None => {
-                    exhausted = true;
-                    break;
-                }
-                Some(Ok(e)) => e,
-                Some(Err(e)) => {
-                    self.txn = None;
-                    return Err(Fail::Core(e));
-                }
+        while n < max && out.data.len() < BATCH_BYTES {
+            let Some(e) = r.next_entry() else {
+                exhausted = true;
+                break;
             };
-            match sink(k, if self.keys_only { None } else { Some(&v) }) {
-                Ok(b) => bytes += b,
-                Err(e) => {
-                    self.txn = None;
-                    return Err(e);
-                }
+            let (k, v) = e?;
+            let large = !self.keys_only && v.as_inline().is_none();
+            if large && n > 0 {
+                // Not taken: the next batch starts with it.
+                break;
+            }
+            out.push(k)?;
+            if !self.keys_only {
+                out.push_value(&v)?;
             }
             last.clear();
             last.extend_from_slice(k);
             n += 1;
+            if large {
+                break;
+            }
         }
         drop(r);
         if n > 0 {
@@ -196,7 +247,7 @@ impl Cursor {
         if exhausted {
             self.txn = None;
         }
-        Ok(n)
+        Ok(out)
     }
 }
 
@@ -204,33 +255,14 @@ fn lock(state: &Mutex<Cursor>) -> MutexGuard<'_, Cursor> {
     state.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The next batch as a JS array (keys, or keys and values interleaved), or
-/// `null` when the range is done.
+/// The next batch as one Buffer (see `Batch::to_js`), or `null` at the end.
 fn next_batch_sync(env: &Env, state: &Mutex<Cursor>) -> Result<Raw> {
     let raw = env.raw();
-    let mut c = lock(state);
-    let arr = js::array(raw, 0)?;
-    let mut i = 0u32;
-    let r = c.fill(|k, v| {
-        let kb = js::buffer_copy(raw, k).map_err(Fail::Js)?;
-        js::set_element(raw, arr, i, kb).map_err(Fail::Js)?;
-        i += 1;
-        let Some(v) = v else { return Ok(k.len() as u64) };
-        let vb = match convert::value_buffer(raw, v) {
-            Ok(Ok(b)) => b,
-            Ok(Err(e)) => return Err(Fail::Core(e)),
-            Err(e) => return Err(Fail::Js(e)),
-        };
-        js::set_element(raw, arr, i, vb).map_err(Fail::Js)?;
-        i += 1;
-        Ok(k.len() as u64 + v.len())
-    });
-    match r {
-        Ok(0) => Ok(Raw(null(raw)?)),
-        Ok(_) => Ok(Raw(arr)),
-        Err(Fail::Core(e)) => Err(error::to_napi(raw, &e)),
-        Err(Fail::Js(e)) => Err(e),
+    let batch = lock(state).fill().or_throw(env)?;
+    if batch.lens.is_empty() {
+        return Ok(Raw(null(raw)?));
     }
+    Ok(Raw(batch.to_js(raw)?))
 }
 
 fn null(env: sys::napi_env) -> Result<sys::napi_value> {
@@ -246,36 +278,19 @@ pub struct BatchTask {
 }
 
 impl Task for BatchTask {
-    type Output = bale::Result<Vec<Vec<u8>>>;
+    type Output = bale::Result<Batch>;
     type JsValue = Raw;
 
     fn compute(&mut self) -> Result<Self::Output> {
-        let mut c = lock(&self.state);
-        let mut out = Vec::new();
-        let r = c.fill(|k, v| {
-            out.push(k.to_vec());
-            let Some(v) = v else { return Ok(k.len() as u64) };
-            out.push(v.to_vec().map_err(Fail::Core)?);
-            Ok(k.len() as u64 + v.len())
-        });
-        Ok(match r {
-            Ok(_) => Ok(out),
-            Err(Fail::Core(e)) => Err(e),
-            Err(Fail::Js(e)) => Err(bale::Error::new(bale::ErrorKind::Io, e.reason.clone())),
-        })
+        Ok(lock(&self.state).fill())
     }
 
     fn resolve(&mut self, env: Env, out: Self::Output) -> Result<Raw> {
-        let raw = env.raw();
-        let items = out.map_err(|e| error::to_napi(raw, &e))?;
-        if items.is_empty() {
-            return Ok(Raw(null(raw)?));
+        let batch = out.or_throw(&env)?;
+        if batch.lens.is_empty() {
+            return Ok(Raw(null(env.raw())?));
         }
-        let arr = js::array(raw, items.len())?;
-        for (i, b) in items.iter().enumerate() {
-            js::set_element(raw, arr, i as u32, js::buffer_copy(raw, b)?)?;
-        }
-        Ok(Raw(arr))
+        Ok(Raw(batch.to_js(env.raw())?))
     }
 }
 
@@ -295,14 +310,14 @@ pub struct KeyRange {
 
 #[napi]
 impl Range {
-    /// Up to 1024 entries as `[key0, value0, key1, value1, ...]`, or null at the end.
-    #[napi(ts_return_type = "Buffer[] | null")]
+    /// The next batch (for the iterators in index.js), or null at the end.
+    #[napi(js_name = "_next", skip_typescript)]
     pub fn next_batch(&self, env: Env) -> Result<Raw> {
         next_batch_sync(&env, &self.state)
     }
 
-    /// `nextBatch` read on the thread pool; one call at a time.
-    #[napi(ts_return_type = "Promise<Buffer[] | null>")]
+    /// `_next` read on the thread pool; one call at a time.
+    #[napi(js_name = "_nextAsync", skip_typescript)]
     pub fn next_batch_async(&self) -> AsyncTask<BatchTask> {
         AsyncTask::new(BatchTask { state: self.state.clone() })
     }
@@ -316,14 +331,14 @@ impl Range {
 
 #[napi]
 impl KeyRange {
-    /// Up to 1024 keys, or null at the end.
-    #[napi(ts_return_type = "Buffer[] | null")]
+    /// The next batch (for the iterators in index.js), or null at the end.
+    #[napi(js_name = "_next", skip_typescript)]
     pub fn next_batch(&self, env: Env) -> Result<Raw> {
         next_batch_sync(&env, &self.state)
     }
 
-    /// `nextBatch` read on the thread pool; one call at a time.
-    #[napi(ts_return_type = "Promise<Buffer[] | null>")]
+    /// `_next` read on the thread pool; one call at a time.
+    #[napi(js_name = "_nextAsync", skip_typescript)]
     pub fn next_batch_async(&self) -> AsyncTask<BatchTask> {
         AsyncTask::new(BatchTask { state: self.state.clone() })
     }

@@ -67,6 +67,8 @@ pub struct Inner {
     pub store: RefCell<Option<Store>>,
     pub path: String,
     pub readonly: bool,
+    /// Opened with `wait`: queued transactions wait for the writer lock on the pool.
+    pub wait: bool,
     pub max_key: usize,
     pub page_size: u32,
     pub format_version: u16,
@@ -181,11 +183,12 @@ impl Tree {
             wait_for_writer: o.wait.unwrap_or(d.wait_for_writer),
             durable: o.durable.unwrap_or(d.durable),
         };
-        let readonly = opts.readonly;
+        let (readonly, wait) = (opts.readonly, opts.wait_for_writer);
         let store = Store::open(&path, opts).or_throw(&env)?;
         let inner = Rc::new_cyclic(|weak| Inner {
             path,
             readonly,
+            wait,
             max_key: store.max_key_len(),
             page_size: store.page_size(),
             format_version: store.format_version(),
@@ -232,38 +235,6 @@ impl Tree {
     #[napi(getter)]
     pub fn closed(&self) -> bool {
         self.inner.store.borrow().is_none()
-    }
-
-    /// The value under `key` as a new Buffer, or `undefined`.
-    #[napi(ts_args_type = "key: Key", ts_return_type = "Buffer | undefined")]
-    pub fn get(&self, env: Env, key: Bytes) -> Result<Raw> {
-        let inner = &*self.inner;
-        {
-            let a = inner.active.borrow();
-            if let Some(a) = a.as_ref() {
-                let t = a.txn.borrow();
-                if let Some(w) = t.as_ref() {
-                    return read_value(&env, w, &key);
-                }
-            }
-        }
-        inner.with_snap(&env, |r| read_value(&env, &**r, &key))
-    }
-
-    /// Whether `key` exists.
-    #[napi(ts_args_type = "key: Key")]
-    pub fn has(&self, env: Env, key: Bytes) -> Result<bool> {
-        let inner = &*self.inner;
-        {
-            let a = inner.active.borrow();
-            if let Some(a) = a.as_ref() {
-                let t = a.txn.borrow();
-                if let Some(w) = t.as_ref() {
-                    return w.contains(&key).or_throw(&env);
-                }
-            }
-        }
-        inner.with_snap(&env, |r| r.contains(&key).or_throw(&env))
     }
 
     /// The values of several keys (`undefined` where missing), read from one snapshot.
@@ -326,13 +297,6 @@ impl Tree {
     #[napi]
     pub fn refresh(&self) {
         self.inner.snap.borrow_mut().take();
-    }
-
-    /// Stores `value` under `key` and commits before returning (inside a
-    /// transaction callback: writes into that transaction).
-    #[napi(ts_args_type = "key: Key, value: Value")]
-    pub fn put_sync(&self, env: Env, key: Bytes, value: Bytes) -> Result<()> {
-        self.inner.write_sync(&env, |w| w.put(&key, &value))
     }
 
     /// Stores every `[key, value]` pair in one commit, before returning.
@@ -522,3 +486,4 @@ impl From<bale::btree::CompactReport> for CompactReport {
         }
     }
 }
+
