@@ -1,5 +1,5 @@
 //! Node.js bindings of bale over Node-API (no V8 ABI: the same binary loads
-//! in every Node version with Node-API 6 and in Electron without a rebuild).
+//! in every Node version with Node-API 8 and in Electron without a rebuild).
 //!
 //! The modules mirror the core: `store` (open, reads, sync writes, stat,
 //! check, compact), `txn` (transaction callbacks and the queue of durable
@@ -21,9 +21,9 @@ mod value;
 use napi_derive::napi;
 
 pub use error::{error_codes, error_for_code};
+pub use fast::fast_paths;
 pub use range::{KeyRange, Range, RangeOptions};
 pub use store::{CheckReport, CompactReport, OpenOptions, Stat, Tree};
-pub use fast::fast_paths;
 pub use txn::Txn;
 pub use value::ValueReader;
 

@@ -124,8 +124,12 @@ impl Batch {
     }
 
     fn push(&mut self, bytes: &[u8]) -> bale::Result<()> {
-        let len = u32::try_from(bytes.len())
-            .map_err(|_| bale::Error::new(bale::ErrorKind::TooLarge, "a value of 4 GiB or more cannot be one Buffer; read it with createReadStream"))?;
+        let len = u32::try_from(bytes.len()).map_err(|_| {
+            bale::Error::new(
+                bale::ErrorKind::TooLarge,
+                "a value of 4 GiB or more cannot be one Buffer; read it with createReadStream",
+            )
+        })?;
         self.lens.push(len);
         self.data.extend_from_slice(bytes);
         Ok(())
@@ -155,8 +159,14 @@ impl Batch {
 
 impl Cursor {
     fn new(env: &Env, txn: Arc<ReadTxn>, o: Option<RangeOptions>, keys_only: bool) -> Result<Cursor> {
-        let mut c =
-            Cursor { txn: Some(txn), start: Bound::Unbounded, end: Bound::Unbounded, reverse: false, remaining: None, keys_only };
+        let mut c = Cursor {
+            txn: Some(txn),
+            start: Bound::Unbounded,
+            end: Bound::Unbounded,
+            reverse: false,
+            remaining: None,
+            keys_only,
+        };
         if let Some(o) = o {
             let mut start = Bound::Unbounded;
             let mut end = Bound::Unbounded;

@@ -486,4 +486,3 @@ impl From<bale::btree::CompactReport> for CompactReport {
         }
     }
 }
-
