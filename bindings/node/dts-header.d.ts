@@ -43,6 +43,12 @@ export interface Tree {
   /** A stream whose bytes become the value under `key`; 'finish' is emitted once the commit is durable. Buffers into a temporary file beside the store, so memory stays bounded. */
   writeStream(key: Key, options?: WriteStreamOptions): Writable
 }
+export interface Txn {
+  /** The value under `key` in this transaction (its own writes included), or `undefined`. */
+  get(key: Key): Buffer | undefined
+  /** Stores `value` under `key` in this transaction. */
+  put(key: Key, value: Value): void
+}
 export interface Range extends Iterable<[Buffer, Buffer]>, AsyncIterable<[Buffer, Buffer]> {}
 export interface KeyRange extends Iterable<Buffer>, AsyncIterable<Buffer> {}
 

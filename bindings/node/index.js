@@ -17,6 +17,8 @@ const _treeGet = fast.get
 const _treeHas = fast.has
 const _treePut = fast.put
 const _treePutSync = fast.putSync
+const _txnGet = fast.txnGet
+const _txnPut = fast.txnPut
 const __napiBindingTarget = binding.__napiBindingTarget
 
 // The hot calls. `get` copies the value into a slab Buffer owned by this
@@ -30,16 +32,26 @@ const SLAB_MIN_ROOM = 16 * 1024
 let slab = Buffer.allocUnsafeSlow(SLAB)
 let slabAt = 0
 
-Tree.prototype.get = function get(key) {
+function viaSlab(read, self, key) {
   if (SLAB - slabAt < SLAB_MIN_ROOM) {
     slab = Buffer.allocUnsafeSlow(SLAB)
     slabAt = 0
   }
   const at = slabAt
-  const r = _treeGet(this, key, slab, at)
+  const r = read(self, key, slab, at)
   if (typeof r !== 'number') return r
   slabAt = (at + r + 7) & ~7
   return slab.subarray(at, at + r)
+}
+
+Tree.prototype.get = function get(key) {
+  return viaSlab(_treeGet, this, key)
+}
+Txn.prototype.get = function get(key) {
+  return viaSlab(_txnGet, this, key)
+}
+Txn.prototype.put = function put(key, value) {
+  _txnPut(this, key, value)
 }
 Tree.prototype.has = function has(key) {
   return _treeHas(this, key)

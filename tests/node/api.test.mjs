@@ -130,7 +130,10 @@ describe('reads and writes', () => {
     const vals = sizes.map((n) => crypto.randomBytes(n))
     await t.transaction((txn) => sizes.forEach((n, i) => txn.put(`s${String(i).padStart(2, '0')}`, vals[i])))
     sizes.forEach((n, i) => assert.ok(t.get(`s${String(i).padStart(2, '0')}`).equals(vals[i]), `size ${n}`))
-    t.transactionSync(() => assert.ok(t.get('s05').equals(vals[5])))
+    t.transactionSync((txn) => {
+      assert.ok(t.get('s05').equals(vals[5]))
+      sizes.forEach((n, i) => assert.ok(txn.get(`s${String(i).padStart(2, '0')}`).equals(vals[i]), `txn size ${n}`))
+    })
     const got = [...t.range({ prefix: 's' })].map(([, v]) => v)
     assert.equal(got.length, sizes.length)
     got.forEach((v, i) => assert.ok(v.equals(vals[i]), `range size ${sizes[i]}`))

@@ -1,5 +1,6 @@
 //! The calls bulk loads and point reads make millions of times (`get`,
-//! `has`, `putSync`, `put`), as plain Node-API callbacks. A `#[napi]`
+//! `has`, `putSync`, `put`, and `get`/`put` of a transaction), as plain
+//! Node-API callbacks. A `#[napi]`
 //! function or method also works, but its generated glue sets up napi-rs's
 //! borrow tracking on every call (a thread-local scope, allocations, and for
 //! `&self` methods a global mutex and map): about as long as a lookup in a
@@ -19,6 +20,7 @@ use crate::convert::{self, Bytes};
 use crate::error::{self, OrThrow};
 use crate::js::{self, Raw};
 use crate::store::Tree;
+use crate::txn::Txn;
 
 /// Reads `key` from any transaction: a value that fits is copied into
 /// `room` (the free end of index.js's slab) and its length returned; a
@@ -167,7 +169,44 @@ unsafe extern "C" fn put(env: sys::napi_env, info: sys::napi_callback_info) -> s
     unsafe { finish(env, r) }
 }
 
-/// `{ get, has, putSync, put }` as functions for index.js.
+/// `txnGet(txn, key, slab, at)`: `get` inside a transaction callback.
+unsafe extern "C" fn txn_get(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    // SAFETY: called by Node with this callback's env and info.
+    let r = unsafe {
+        (|| {
+            let [t, k, s, a] = args::<4>(env, info)?;
+            let txn = ClassInstance::<Txn>::from_napi_value(env, t)?;
+            let key = Bytes::from_napi_value(env, k)?;
+            let mut slab = napi::bindgen_prelude::BufferSlice::from_napi_value(env, s)?;
+            let at = u32::from_napi_value(env, a)? as usize;
+            let room = slab.get_mut(at..).unwrap_or(&mut []);
+            let env = Env::from_raw(env);
+            txn.with(&env, |w| read_into(&env, w, &key, room))
+        })()
+    };
+    // SAFETY: as above.
+    unsafe { finish(env, r) }
+}
+
+/// `txnPut(txn, key, value)`.
+unsafe extern "C" fn txn_put(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    // SAFETY: called by Node with this callback's env and info.
+    let r = unsafe {
+        (|| {
+            let [t, k, v] = args::<3>(env, info)?;
+            let txn = ClassInstance::<Txn>::from_napi_value(env, t)?;
+            let key = Bytes::from_napi_value(env, k)?;
+            let value = Bytes::from_napi_value(env, v)?;
+            let env = Env::from_raw(env);
+            txn.with(&env, |w| w.put(&key, &value).or_throw(&env))?;
+            js::undefined(env.raw())
+        })()
+    };
+    // SAFETY: as above.
+    unsafe { finish(env, r) }
+}
+
+/// `{ get, has, putSync, put, txnGet, txnPut }` as functions for index.js.
 #[napi(js_name = "_fastPaths", skip_typescript)]
 pub fn fast_paths(env: Env) -> Result<Raw> {
     type Callback = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
@@ -175,7 +214,14 @@ pub fn fast_paths(env: Env) -> Result<Raw> {
     let mut obj = ptr::null_mut();
     // SAFETY: plain creation calls on this callback's env.
     js::check(unsafe { sys::napi_create_object(raw, &mut obj) }, "object")?;
-    let fns: [(&std::ffi::CStr, Callback); 4] = [(c"get", get), (c"has", has), (c"putSync", put_sync), (c"put", put)];
+    let fns: [(&std::ffi::CStr, Callback); 6] = [
+        (c"get", get),
+        (c"has", has),
+        (c"putSync", put_sync),
+        (c"put", put),
+        (c"txnGet", txn_get),
+        (c"txnPut", txn_put),
+    ];
     for (name, cb) in fns {
         let mut f = ptr::null_mut();
         // SAFETY: name is NUL-terminated; the callback matches napi_callback.

@@ -24,7 +24,7 @@ use napi_derive::napi;
 use crate::convert::Bytes;
 use crate::error::{self, OrThrow};
 use crate::js::{self, Deferred, Raw, Ref};
-use crate::store::{Gate, Inner, Tree, read_value};
+use crate::store::{Gate, Inner, Tree};
 
 /// The write transaction of a running callback; emptied when it returns.
 pub struct Active {
@@ -71,7 +71,7 @@ pub struct Txn {
 }
 
 impl Txn {
-    fn with<T>(&self, env: &Env, f: impl FnOnce(&mut WriteTxn) -> Result<T>) -> Result<T> {
+    pub fn with<T>(&self, env: &Env, f: impl FnOnce(&mut WriteTxn) -> Result<T>) -> Result<T> {
         let mut t = self.active.txn.borrow_mut();
         match t.as_mut() {
             Some(w) => f(w),
@@ -82,19 +82,9 @@ impl Txn {
 
 #[napi]
 impl Txn {
-    #[napi(ts_args_type = "key: Key", ts_return_type = "Buffer | undefined")]
-    pub fn get(&self, env: Env, key: Bytes) -> Result<Raw> {
-        self.with(&env, |w| read_value(&env, w, &key))
-    }
-
     #[napi(ts_args_type = "key: Key")]
     pub fn has(&self, env: Env, key: Bytes) -> Result<bool> {
         self.with(&env, |w| w.contains(&key).or_throw(&env))
-    }
-
-    #[napi(ts_args_type = "key: Key, value: Value")]
-    pub fn put(&self, env: Env, key: Bytes, value: Bytes) -> Result<()> {
-        self.with(&env, |w| w.put(&key, &value).or_throw(&env))
     }
 
     /// Removes `key`; true when it existed.
