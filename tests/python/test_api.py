@@ -314,6 +314,9 @@ def test_iterator_keeps_its_snapshot(tree):
     tree.clear()
     assert [first, *it] == [b"%03d" % i for i in range(600)]
     assert list(it) == []
+    it2 = tree.keys()
+    it2.close()
+    assert list(it2) == []
 
 
 # ---------------------------------------------------------------- streams

@@ -204,6 +204,13 @@ impl RangeIterator {
         py.import("types")?.getattr("GenericAlias")?.call1((cls, item))
     }
 
+    /// Ends the iteration now, releasing its snapshot.
+    fn close(&mut self) {
+        self.end = true;
+        self.buf.clear();
+        self.src = None;
+    }
+
     fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         if let Some(o) = self.buf.pop_front() {
             return Ok(Some(o));
