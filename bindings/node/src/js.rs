@@ -177,31 +177,46 @@ impl Deferred {
     }
 }
 
-/// A strong reference to any JS value (primitives included: the value is
-/// held in a one-element array), deleted with `release` on its thread.
-pub struct Ref(sys::napi_ref);
+/// A strong reference to a JS value, deleted with `release` on its thread.
+/// Objects are referenced directly; other values through a one-element
+/// array (Node-API 8 references only objects).
+pub struct Ref {
+    r: sys::napi_ref,
+    boxed: bool,
+}
 
 // SAFETY: as for `Deferred`: created, read and released on the JS thread;
 // only carried through a pool task in between.
 unsafe impl Send for Ref {}
 
 impl Ref {
+    /// A reference to any value.
     pub fn new(env: sys::napi_env, v: sys::napi_value) -> Result<Ref> {
         let holder = array(env, 1)?;
         set_element(env, holder, 0, v)?;
+        Ok(Ref { r: Ref::raw(env, holder)?, boxed: true })
+    }
+
+    /// A reference to an object (a promise, say).
+    pub fn new_object(env: sys::napi_env, obj: sys::napi_value) -> Result<Ref> {
+        Ok(Ref { r: Ref::raw(env, obj)?, boxed: false })
+    }
+
+    fn raw(env: sys::napi_env, obj: sys::napi_value) -> Result<sys::napi_ref> {
         let mut r = ptr::null_mut();
-        // SAFETY: holder is an object of this call.
-        check(unsafe { sys::napi_create_reference(env, holder, 1, &mut r) }, "reference")?;
-        Ok(Ref(r))
+        // SAFETY: obj is an object of this call.
+        check(unsafe { sys::napi_create_reference(env, obj, 1, &mut r) }, "reference")?;
+        Ok(r)
     }
 
     pub fn value(&self, env: sys::napi_env) -> Result<sys::napi_value> {
-        let mut holder = ptr::null_mut();
         let mut v = ptr::null_mut();
-        // SAFETY: the reference is alive until `release`; holder is an array.
-        unsafe {
-            check(sys::napi_get_reference_value(env, self.0, &mut holder), "reference value")?;
-            check(sys::napi_get_element(env, holder, 0, &mut v), "reference value")?;
+        // SAFETY: the reference is alive until `release`.
+        check(unsafe { sys::napi_get_reference_value(env, self.r, &mut v) }, "reference value")?;
+        if self.boxed {
+            let holder = v;
+            // SAFETY: holder is the array made in `new`.
+            check(unsafe { sys::napi_get_element(env, holder, 0, &mut v) }, "reference value")?;
         }
         Ok(v)
     }
@@ -210,7 +225,7 @@ impl Ref {
     pub fn release(self, env: sys::napi_env) -> Result<sys::napi_value> {
         let v = self.value(env);
         // SAFETY: deleted once; self is consumed.
-        let _ = unsafe { sys::napi_delete_reference(env, self.0) };
+        let _ = unsafe { sys::napi_delete_reference(env, self.r) };
         v
     }
 }

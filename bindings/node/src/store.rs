@@ -88,6 +88,11 @@ impl Inner {
         self.store.borrow().clone().ok_or_else(error::closed)
     }
 
+    /// `CLOSED` once closed (without cloning the store).
+    pub fn check_open(&self) -> bale::Result<()> {
+        if self.store.borrow().is_some() { Ok(()) } else { Err(error::closed()) }
+    }
+
     /// Runs `f` on this turn's snapshot, taking one first when needed.
     #[inline]
     pub fn with_snap<T>(&self, env: &Env, f: impl FnOnce(&Arc<ReadTxn>) -> Result<T>) -> Result<T> {

@@ -555,14 +555,14 @@ fn rejected(env: &Env, err: napi::Error) -> Result<Raw> {
 
 /// `put`: joins the open batch; the promise is shared by the batch's puts.
 pub fn queue_put(env: &Env, inner: &Rc<Inner>, key: &[u8], value: &[u8]) -> Result<Raw> {
-    if let Err(e) = inner.store().or_throw(env).and_then(|_| inner.check_key(env, key)) {
+    if let Err(e) = inner.check_open().or_throw(env).and_then(|_| inner.check_key(env, key)) {
         return rejected(env, e);
     }
     inner.with_batch(env, |b| {
         b.push(Op::Put, key, value);
         if b.put_promise.is_none() {
             let (d, p) = Deferred::new(env.raw())?;
-            b.put_promise = Some((d, Ref::new(env.raw(), p)?));
+            b.put_promise = Some((d, Ref::new_object(env.raw(), p)?));
         }
         match &b.put_promise {
             Some((_, r)) => Ok(Raw(r.value(env.raw())?)),
@@ -577,7 +577,7 @@ impl Tree {
     #[napi(ts_args_type = "key: Key", ts_return_type = "Promise<boolean>")]
     pub fn delete(&self, env: Env, key: Bytes) -> Result<Raw> {
         let inner = &self.inner;
-        if let Err(e) = inner.store().or_throw(&env).and_then(|_| inner.check_key(&env, &key)) {
+        if let Err(e) = inner.check_open().or_throw(&env).and_then(|_| inner.check_key(&env, &key)) {
             return rejected(&env, e);
         }
         inner.with_batch(&env, |b| {
