@@ -15,7 +15,7 @@ node-build: node-deps
 	cd $(NODE_PKG) && npm run --silent build
 
 test-node: node-build
-	cd $(NODE_PKG) && npx --no-install tsc -p tsconfig.json
+	cd $(NODE_PKG) && npx --no-install tsc --noEmit -p tsconfig.json
 	node --test tests/node/*.test.mjs
 
 # W1-W3 against lmdb-js and better-sqlite3 (not part of make test).
