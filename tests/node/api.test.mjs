@@ -432,6 +432,24 @@ describe('maintenance and lifecycle', () => {
     u.close()
   })
 
+  test('damage surfaces as coded errors on every read path', async () => {
+    const corpus = path.join(path.dirname(new URL(import.meta.url).pathname), '..', 'corpus', 'invalid', 'tree', 'v1')
+    const leaf = path.join(corpus, 'leaf-bit-flip.bale')
+    assert.ok(fs.existsSync(leaf), `missing ${leaf}`)
+    const t = Tree.open(leaf, { readonly: true })
+    assert.throws(() => [...t.range()], code('CHECKSUM_MISMATCH'))
+    await assert.rejects((async () => { for await (const _ of t.keys()) { /* read on */ } })(), code('CHECKSUM_MISMATCH'))
+    assert.equal(t.check().ok, false)
+    t.close()
+    const block = Tree.open(path.join(corpus, 'value-block-bit-flip.bale'), { readonly: true, mmap: false })
+    const big = [...block.keys()].find((k) => block.valueLength(k) > 4096)
+    assert.ok(big, 'the case holds a large value')
+    assert.throws(() => block.get(big), code('CHECKSUM_MISMATCH'))
+    await assert.rejects(pipeline(block.createReadStream(big), new Writable({ write(c, e, cb) { cb() } })),
+      code('CHECKSUM_MISMATCH'))
+    block.close()
+  })
+
   test('two writers in one process: LOCKED; non-durable handles work', async () => {
     const t = fresh()
     const other = Tree.open(t.path, { durable: false, mmap: false })
