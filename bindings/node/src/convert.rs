@@ -1,9 +1,10 @@
 //! Keys and values across the boundary. In: any `Buffer`/`Uint8Array`/
 //! typed array view (borrowed for the call, no copy), `ArrayBuffer`, or a
-//! string (UTF-8). Out: always a JS-owned `Buffer` holding a copy, never an
-//! external buffer over Rust or mapped memory, so the same code works in
-//! runtimes that refuse external buffers (Electron's memory cage) and no
-//! Buffer can outlive the snapshot or map it came from.
+//! string (UTF-8). Out: only memory owned by JS: a new Buffer holding a copy
+//! (here), or bytes copied into a Buffer that index.js owns (`fast.rs`,
+//! `range.rs`); never an external buffer over Rust or mapped memory, so the
+//! same code works in runtimes that refuse external buffers (Electron's
+//! memory cage) and no Buffer can outlive the snapshot or map it came from.
 
 use std::ops::Deref;
 use std::ptr;
