@@ -10,14 +10,21 @@ import { tmpDir, tmpStore } from './helpers/tmp.mjs'
 const dir = tmpDir('workers')
 const script = new URL('./helpers/worker.mjs', import.meta.url)
 
+// Starts a worker; `ready` resolves on its first message, `done` with its last.
 function run(workerData) {
-  return new Promise((resolve, reject) => {
+  let ready
+  const readyP = new Promise((resolve) => { ready = resolve })
+  const done = new Promise((resolve, reject) => {
     const w = new Worker(script, { workerData })
     let result
-    w.on('message', (m) => { result = m })
+    w.on('message', (m) => {
+      ready()
+      result = m
+    })
     w.on('error', reject)
     w.on('exit', (c) => (c === 0 && result ? resolve(result) : reject(new Error(`worker exited with ${c}`))))
   })
+  return { ready: readyP, done }
 }
 
 test('several workers read consistent snapshots while one writes', async () => {
@@ -25,8 +32,9 @@ test('several workers read consistent snapshots while one writes', async () => {
   Tree.open(file, { create: true }).close()
   const rounds = 300
   const readers = [1, 2, 3].map(() => run({ role: 'reader', file, rounds }))
+  await Promise.all(readers.map((r) => r.ready))
   const writer = run({ role: 'writer', file, rounds })
-  const results = await Promise.all([writer, ...readers])
+  const results = await Promise.all([writer.done, ...readers.map((r) => r.done)])
   assert.equal(results[0].done, rounds)
   // Each reader saw the store at several points of the write sequence.
   for (const r of results.slice(1)) assert.ok(r.distinct >= 3, JSON.stringify(r))

@@ -21,6 +21,7 @@ if (role === 'writer') {
   parentPort.postMessage({ role, done: rounds })
 } else if (role === 'reader') {
   const tree = Tree.open(file, { readonly: true })
+  parentPort.postMessage({ role, ready: true })
   let seen = 0
   let snapshots = 0
   const values = new Set()
