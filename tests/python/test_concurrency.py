@@ -87,7 +87,6 @@ def test_writers_and_readers_in_processes(tmp_path, method):
 # ---------------------------------------------------------------- fork
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_handles_inherited_across_fork_refuse_to_work(tmp_path):
     path = tmp_path / "fork.bale"
     fill(path, 1)
