@@ -15,6 +15,10 @@ pub fn meta_page(txn: u64) -> u64 {
 /// Pages every store has before its first tree page: header and two metas.
 pub const FIRST_DATA_PAGE: u64 = 3;
 
+/// Transaction ids stay below this: pins lock byte `2^62 + t` at signed
+/// 64-bit offsets, and `t + 1` must never overflow.
+pub const MAX_TXN: u64 = 1 << 62;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Meta {
     pub txn: u64,
@@ -69,7 +73,12 @@ impl Meta {
         if meta_page(m.txn) != page_no {
             return bad("transaction id does not match its slot");
         }
-        if m.page_count < FIRST_DATA_PAGE || m.page_count > (1u64 << 48) {
+        if m.txn >= MAX_TXN {
+            return bad("impossible transaction id");
+        }
+        // The file's size in bytes must be a signed 64-bit offset.
+        let bytes = m.page_count.checked_mul(p.len() as u64).filter(|b| *b <= i64::MAX as u64);
+        if m.page_count < FIRST_DATA_PAGE || m.page_count > (1u64 << 48) || bytes.is_none() {
             return bad("impossible page count");
         }
         let in_file = |pg: u64| pg >= FIRST_DATA_PAGE && pg < m.page_count;
@@ -82,7 +91,10 @@ impl Meta {
         if m.durable_upto > m.txn {
             return bad("durable id past the commit id");
         }
-        if (m.free_head == 0) != (m.free_pages == 0) || (m.free_head != 0 && !in_file(m.free_head)) {
+        if (m.free_head == 0) != (m.free_pages == 0)
+            || (m.free_head != 0 && !in_file(m.free_head))
+            || m.free_pages > m.page_count - FIRST_DATA_PAGE
+        {
             return bad("free list out of range");
         }
         Ok(m)

@@ -33,6 +33,9 @@ pub struct Snapshot {
     pub map: Option<Mapping>,
     pub meta: Meta,
     pub geo: Geometry,
+    /// Pages whose header names a newer transaction cannot belong to this
+    /// snapshot (FORMAT.md, "Common page header and trailer").
+    max_txn: u64,
     /// One bit per page: checksum already verified in this snapshot.
     verified: Box<[AtomicU64]>,
 }
@@ -41,7 +44,7 @@ impl Snapshot {
     pub fn new(storage: Arc<dyn Storage>, map: Option<Mapping>, meta: Meta, geo: Geometry) -> Snapshot {
         let words = meta.page_count.div_ceil(64) as usize;
         let verified = (0..words).map(|_| AtomicU64::new(0)).collect();
-        Snapshot { storage, map, meta, geo, verified }
+        Snapshot { storage, map, meta, geo, max_txn: meta.txn, verified }
     }
 
     fn offset(&self, page: u64) -> Result<u64> {
@@ -97,6 +100,11 @@ impl Snapshot {
         }
     }
 
+    /// Lets a write transaction read the pages it writes itself.
+    pub fn allow_txn(&mut self, txn: u64) {
+        self.max_txn = self.max_txn.max(txn);
+    }
+
     /// Lets a write transaction read pages it appended past the base page count.
     pub fn extend_to(&mut self, page_count: u64) {
         self.meta.page_count = self.meta.page_count.max(page_count);
@@ -120,6 +128,16 @@ impl Snapshot {
             return Ok(buf);
         }
         verify(&buf, page, kind).map_err(|e| e.at_page(page))?;
+        let written = crate::format::bytes::u64_at(&buf, 8).unwrap_or(0);
+        if written > self.max_txn {
+            return Err(Error::corrupt_page(
+                page,
+                format!(
+                    "page was written by transaction {written}, after this snapshot's commit {}; the file is damaged",
+                    self.meta.txn
+                ),
+            ));
+        }
         if let Some(x) = word {
             x.fetch_or(bit, Ordering::Relaxed);
         }

@@ -72,7 +72,9 @@ impl Backend {
         if !self.use_map {
             return Ok(None);
         }
-        let need = pages * page_size as u64;
+        let need = pages
+            .checked_mul(page_size as u64)
+            .ok_or_else(|| Error::corrupt(format!("a page count of {pages} is impossible")))?;
         let mut m = self.map.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((len, map)) = m.as_ref()
             && *len >= need
@@ -219,8 +221,10 @@ impl Store {
         let geo = Geometry::new(h.page_size);
         let meta = latest_meta(&*storage, None, geo)?;
         let flen = storage.len()?;
-        if flen < meta.page_count * geo.page_size as u64 {
-            return Err(truncated(flen, meta.page_count * geo.page_size as u64));
+        // Meta::decode bounds page_count so that this cannot overflow.
+        let need = meta.page_count.saturating_mul(geo.page_size as u64);
+        if flen < need {
+            return Err(truncated(flen, need));
         }
         let backend = Backend { storage, use_map: opts.mmap, map: Mutex::new(None) };
         Ok(Store {
@@ -444,10 +448,15 @@ pub(crate) fn load_free(snap: &Snapshot) -> Result<(FreeState, Vec<u64>)> {
     let m = snap.meta;
     let mut words = Vec::new();
     let mut chain = Vec::new();
+    // Bounded by free_pages, which Meta::decode bounds by the page count.
+    let mut seen = std::collections::HashSet::new();
     let mut pn = m.free_head;
     while pn != 0 {
         if chain.len() as u64 >= m.free_pages {
-            return Err(Error::corrupt_page(pn, "free list longer than its meta says (a cycle?)"));
+            return Err(Error::corrupt_page(pn, "free list longer than its meta says"));
+        }
+        if !seen.insert(pn) {
+            return Err(Error::corrupt_page(pn, "free list chain visits this page twice (a cycle)"));
         }
         let p = snap.page(pn, KIND_FREE)?;
         let (next, w) = decode_chain_page(&p, pn)?;

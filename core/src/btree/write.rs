@@ -51,11 +51,12 @@ impl WriteTxn {
     pub(crate) fn new(
         shared: Arc<Shared>,
         backend: Arc<Backend>,
-        snap: Snapshot,
+        mut snap: Snapshot,
         free: FreeState,
         chain: Vec<u64>,
     ) -> WriteTxn {
         let m = snap.meta;
+        snap.allow_txn(m.txn + 1);
         WriteTxn {
             shared,
             backend,
