@@ -135,15 +135,14 @@ pub struct Store {
 /// Reads both meta pages and returns the valid one with the higher id.
 pub(crate) fn latest_meta(storage: &dyn Storage, map: Option<&Mapping>, geo: Geometry) -> Result<Meta> {
     let ps = geo.page_size;
-    let mut owned = Vec::new();
-    let both: &[u8] = match map.and_then(|m| (**m).as_ref().get(ps..3 * ps)) {
-        Some(b) => b,
-        None => {
-            owned.resize(2 * ps, 0);
-            storage.read_exact_at(&mut owned, ps as u64)?;
-            &owned
-        }
-    };
+    // A copy, verified and decoded as one: a commit may be writing a meta
+    // page through the map while it is read, and fields decoded from the
+    // live map after its checksum passed could come from two versions.
+    let mut both = vec![0u8; 2 * ps];
+    match map.and_then(|m| (**m).as_ref().get(ps..3 * ps)) {
+        Some(b) => both.copy_from_slice(b),
+        None => storage.read_exact_at(&mut both, ps as u64)?,
+    }
     let a = Meta::decode(both.get(..ps).unwrap_or(&[]), 1);
     let b = Meta::decode(both.get(ps..).unwrap_or(&[]), 2);
     match (a, b) {

@@ -189,19 +189,14 @@ impl Storage for FileStorage {
     }
 
     fn pin(&self, txn: u64) -> Result<()> {
-        if self.counts.pin_first(txn)
-            && let Err(e) = ofd::set(&self.pins, libc_rd(), PIN_BASE + txn, 1, true)
-        {
-            self.counts.unpin(txn);
-            return Err(e);
-        }
-        Ok(())
+        // The count and the OS lock change together (LockSet::pin_with).
+        self.counts.pin_with(txn, || ofd::set(&self.pins, libc_rd(), PIN_BASE + txn, 1, true).map(|_| ()))
     }
 
     fn unpin(&self, txn: u64) {
-        if self.counts.unpin(txn) {
+        self.counts.unpin_with(txn, || {
             let _ = ofd::unlock(&self.pins, PIN_BASE + txn, 1);
-        }
+        })
     }
 
     fn oldest_pin(&self, below: u64) -> Result<Option<u64>> {

@@ -1,0 +1,179 @@
+//! Snapshot pins under contention between the threads of one handle.
+//!
+//! Pins are counted per handle and backed by one shared OS lock per commit
+//! id. Many threads take and drop snapshots of the same commit while a
+//! second handle (its own open file description: to the OS locks, exactly
+//! another process) probes the oldest pin and commits. A thread that holds
+//! a snapshot must always find it pinned by the probe, and the snapshot's
+//! content must not change under it however the writer reuses pages.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use bale::io::{FileOptions, FileStorage, Storage};
+use bale::{Options, ReadOps, Store};
+
+const KEYS: u32 = 40;
+const THREADS: usize = 8;
+const ROUNDS: usize = 3000;
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("bale-pin-race-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_file(&d);
+    d
+}
+
+/// Value of key `i` in commit generation `g`: the generation, then filler
+/// long enough that every commit rewrites a few pages.
+fn value(g: u64, i: u32) -> Vec<u8> {
+    let mut v = g.to_le_bytes().to_vec();
+    v.extend(std::iter::repeat_n((g as u8) ^ (i as u8), 300));
+    v
+}
+
+fn write_generation(st: &Store, g: u64) {
+    let mut w = st.write().expect("write");
+    for i in 0..KEYS {
+        w.put(format!("k{i:03}").as_bytes(), &value(g, i)).expect("put");
+    }
+    w.commit().expect("commit");
+}
+
+/// All keys of one snapshot, each checked against one generation.
+fn verify(r: &bale::ReadTxn) -> Result<u64, String> {
+    let mut gen_seen = None;
+    let mut n = 0;
+    for e in r.iter() {
+        let (k, v) = e.map_err(|e| format!("read failed: {e}"))?;
+        let g = u64::from_le_bytes(v.get(..8).ok_or("short value")?.try_into().map_err(|_| "short")?);
+        let i: u32 = std::str::from_utf8(&k[1..]).map_err(|_| "key")?.parse().map_err(|_| "key")?;
+        if v != value(g, i) || *gen_seen.get_or_insert(g) != g {
+            return Err(format!("snapshot {} mixes or damages generations at key {i}", r.txn_id()));
+        }
+        n += 1;
+    }
+    if n != KEYS {
+        return Err(format!("snapshot {} has {n} keys", r.txn_id()));
+    }
+    Ok(gen_seen.unwrap_or(0))
+}
+
+#[test]
+fn held_snapshot_stays_pinned_while_other_threads_drop_the_same_commit() {
+    let path = tmp("store");
+    let store = Store::open(&path, Options::create()).expect("create");
+    write_generation(&store, 1);
+    let probe = Arc::new(FileStorage::open(&path, FileOptions::default()).expect("probe handle"));
+    let writer = Store::open(&path, Options::default()).expect("second handle");
+    let stop = Arc::new(AtomicBool::new(false));
+    let unpinned = Arc::new(AtomicU64::new(0));
+    let checks = Arc::new(AtomicU64::new(0));
+
+    let mut readers = Vec::new();
+    for t in 0..THREADS {
+        let (store, probe, unpinned, checks) = (store.clone(), probe.clone(), unpinned.clone(), checks.clone());
+        readers.push(std::thread::spawn(move || -> Result<(), String> {
+            for round in 0..ROUNDS {
+                let r = store.read().map_err(|e| format!("read: {e}"))?;
+                let id = r.txn_id();
+                // This thread holds `r`: the OS must see commit `id` pinned.
+                match probe.oldest_pin(id + 1).map_err(|e| format!("probe: {e}"))? {
+                    Some(p) if p <= id => {}
+                    other => {
+                        unpinned.fetch_add(1, Ordering::Relaxed);
+                        return Err(format!("thread {t} round {round}: snapshot {id} held but probe found {other:?}"));
+                    }
+                }
+                let before = verify(&r)?;
+                // Let the writer commit (and reuse pages) while `r` is held.
+                if round % 50 == 0 {
+                    std::thread::yield_now();
+                }
+                if verify(&r)? != before {
+                    return Err(format!("snapshot {id} changed while held"));
+                }
+                checks.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(())
+        }));
+    }
+    let w_stop = stop.clone();
+    let committer = std::thread::spawn(move || {
+        let mut g = 2;
+        while !w_stop.load(Ordering::Relaxed) {
+            write_generation(&writer, g);
+            g += 1;
+        }
+        g
+    });
+    let results: Vec<_> = readers.into_iter().map(|h| h.join().expect("reader thread")).collect();
+    stop.store(true, Ordering::Relaxed);
+    let gens = committer.join().expect("writer thread");
+    let _ = std::fs::remove_file(&path);
+    let failures: Vec<_> = results.into_iter().filter_map(|r| r.err()).collect();
+    eprintln!(
+        "pin race: {} snapshots verified, {} commits, {} unpinned",
+        checks.load(Ordering::Relaxed),
+        gens - 2,
+        unpinned.load(Ordering::Relaxed)
+    );
+    assert!(failures.is_empty(), "{failures:?}");
+}
+
+/// A meta page rewritten through the file while readers map it: every
+/// snapshot must show the fields of one version of the page, never a mix
+/// of a version that passed its checksum and one written just after.
+#[test]
+fn meta_fields_come_from_the_version_that_passed_its_checksum() {
+    use bale::btree::meta::{Meta, meta_page};
+    use std::os::unix::fs::FileExt;
+
+    let path = tmp("meta");
+    let store = Store::open(&path, Options::create()).expect("create");
+    write_generation(&store, 1);
+    write_generation(&store, 2);
+    let ps = store.page_size() as usize;
+    let bytes = std::fs::read(&path).expect("read file");
+    let slot = |n: u64| &bytes[n as usize * ps..(n as usize + 1) * ps];
+    let m = [Meta::decode(slot(1), 1), Meta::decode(slot(2), 2)]
+        .into_iter()
+        .filter_map(|m| m.ok())
+        .max_by_key(|m| m.txn)
+        .expect("a valid meta");
+    // Two versions of the newest slot: the same tree, different ids and
+    // entry counts, so a mix shows as a pair that no version holds.
+    let a = Meta { txn: m.txn + 2, durable_upto: m.txn + 2, entries: m.entries, ..m };
+    let b = Meta { txn: m.txn + 4, durable_upto: m.txn + 4, entries: m.entries + 1000, ..m };
+    let (pa, pb) = (a.encode(ps), b.encode(ps));
+    let off = meta_page(m.txn) * ps as u64;
+    let file = std::fs::OpenOptions::new().write(true).open(&path).expect("open for writing");
+    let stop = Arc::new(AtomicBool::new(false));
+    let w_stop = stop.clone();
+    let flipper = std::thread::spawn(move || {
+        let mut n = 0u64;
+        while !w_stop.load(Ordering::Relaxed) {
+            file.write_all_at(if n.is_multiple_of(2) { &pa } else { &pb }, off).expect("pwrite");
+            n += 1;
+        }
+        n
+    });
+    let reader = Store::open(&path, Options { readonly: true, ..Options::default() }).expect("reader");
+    let mut mixed = Vec::new();
+    let mut seen = 0u64;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while std::time::Instant::now() < deadline {
+        let Ok(r) = reader.read() else { continue };
+        let pair = (r.txn_id(), r.len());
+        seen += 1;
+        let ok = pair == (a.txn, a.entries) || pair == (b.txn, b.entries) || pair.0 <= m.txn;
+        if !ok && mixed.len() < 5 {
+            mixed.push(pair);
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let writes = flipper.join().expect("writer thread");
+    let _ = std::fs::remove_file(&path);
+    eprintln!("meta flips: {writes} page writes, {seen} snapshots");
+    assert!(mixed.is_empty(), "snapshots with fields from two meta versions: {mixed:?}");
+}
