@@ -122,6 +122,10 @@ pub(crate) struct Shared {
     pub opts: Options,
     pub poisoned: AtomicBool,
     pub free_cache: Mutex<Option<FreeCache>>,
+    /// The id of the last meta this handle wrote itself (synced, or for a
+    /// non-durable commit honestly marked not durable). Only such a meta's
+    /// `durable_upto` is trusted (FORMAT.md, "Commit").
+    pub own_meta: Mutex<Option<u64>>,
     pub path: Option<PathBuf>,
 }
 
@@ -182,6 +186,8 @@ impl Store {
 
     fn open_with(storage: Arc<dyn Storage>, opts: Options, path: Option<PathBuf>) -> Result<Store> {
         let creatable = opts.create && !opts.readonly;
+        // Commit 0, when this handle wrote (and synced) it.
+        let mut created = None;
         if storage.len()? == 0 || (creatable && interrupted_creation(&*storage)?) {
             if !creatable {
                 return Err(Error::new(
@@ -200,6 +206,9 @@ impl Store {
             let r = if fresh { initialize(&*storage, opts.page_size) } else { Ok(()) };
             storage.unlock_writer();
             r?;
+            if fresh {
+                created = Some(0);
+            }
         }
         let mut head = [0u8; HEADER_LEN];
         let flen = storage.len()?;
@@ -235,6 +244,7 @@ impl Store {
                 opts,
                 poisoned: AtomicBool::new(false),
                 free_cache: Mutex::new(None),
+                own_meta: Mutex::new(created),
                 path,
             }),
         })
@@ -322,7 +332,27 @@ impl Store {
             ));
         }
         let geo = self.shared.geo;
-        let meta = latest_meta(&*be.storage, None, geo)?;
+        let mut meta = latest_meta(&*be.storage, None, geo)?;
+        let own = *self.shared.own_meta.lock().unwrap_or_else(|e| e.into_inner()) == Some(meta.txn);
+        if !own {
+            // Another handle or process wrote this meta, and may have died or
+            // failed before its sync: the page cache can show it while the
+            // disk still holds the commit before. Writing it again and
+            // syncing makes it durable before any page it freed is reused.
+            let ps = geo.page_size as u64;
+            let r = be
+                .storage
+                .write_all_at(&meta.encode(geo.page_size), super::meta::meta_page(meta.txn) * ps)
+                .and_then(|_| be.storage.sync());
+            if let Err(e) = r {
+                if e.kind() == ErrorKind::Io {
+                    self.shared.poisoned.store(true, Ordering::SeqCst);
+                }
+                return Err(e);
+            }
+            meta.durable_upto = meta.txn;
+            *self.shared.own_meta.lock().unwrap_or_else(|e| e.into_inner()) = Some(meta.txn);
+        }
         let map = be.map_for(meta.page_count, geo.page_size)?;
         let snap = Snapshot::new(be.storage.clone(), map, meta, geo);
         let cached = {
@@ -388,6 +418,7 @@ impl Store {
         let be = Backend { storage, use_map: self.shared.opts.mmap, map: Mutex::new(None) };
         *self.shared.backend.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(be);
         *self.shared.free_cache.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *self.shared.own_meta.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 }
 

@@ -658,6 +658,7 @@ impl WriteTxn {
         if self.shared.opts.durable {
             self.backend.storage.sync()?;
         }
+        *self.shared.own_meta.lock().unwrap_or_else(|e| e.into_inner()) = Some(txn);
         *self.shared.free_cache.lock().unwrap_or_else(|e| e.into_inner()) =
             Some(FreeCache { txn, state: std::mem::take(&mut self.free), chain });
         Ok(())

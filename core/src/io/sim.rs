@@ -110,10 +110,42 @@ struct CrashState {
     points: Vec<SyncPoint>,
 }
 
-/// Records every write since the last sync and every sync point.
+/// Which operation an armed fault fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultOp {
+    /// The N-th write or sync.
+    Any,
+    /// The N-th sync.
+    Sync,
+}
+
+/// What a failed operation leaves behind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultEffect {
+    /// Nothing: a failed write writes nothing, a failed sync keeps the
+    /// unsynced writes pending (as if the process died before the call).
+    Clean,
+    /// What a disk and Linux do: a failed write lands a random prefix of
+    /// its sectors; a failed fsync drops every unsynced write from the
+    /// disk's future while reads still return it (the page cache marks the
+    /// pages clean), so no later sync makes those writes durable.
+    Lossy,
+}
+
+struct Fault {
+    op: FaultOp,
+    effect: FaultEffect,
+    countdown: u64,
+    rng: SimRng,
+}
+
+/// Records every write since the last sync and every sync point; can fail
+/// one write or sync on request (`arm`).
 pub struct CrashStorage {
     state: Mutex<CrashState>,
     locks: LockSet,
+    fault: Mutex<Option<Fault>>,
+    fired: AtomicU64,
 }
 
 impl CrashStorage {
@@ -127,7 +159,44 @@ impl CrashStorage {
                 points: Vec::new(),
             }),
             locks: LockSet::default(),
+            fault: Mutex::new(None),
+            fired: AtomicU64::new(0),
         }
+    }
+
+    /// Fails the `nth` (from 1) operation of kind `op` from now on, once.
+    pub fn arm(&self, op: FaultOp, nth: u64, effect: FaultEffect, seed: u64) {
+        *self.fault.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some(Fault { op, effect, countdown: nth, rng: SimRng::new(seed) });
+    }
+
+    /// How many armed faults fired.
+    pub fn faults_fired(&self) -> u64 {
+        self.fired.load(Ordering::SeqCst)
+    }
+
+    /// The bytes a crash at this instant would leave if no pending write
+    /// reached the disk.
+    pub fn durable(&self) -> Vec<u8> {
+        self.st().durable.clone()
+    }
+
+    /// Counts down an armed fault; `Some(effect, rng draw)` when `is_sync`
+    /// (or a write) is the operation that must fail.
+    fn tick(&self, is_sync: bool) -> Option<(FaultEffect, u64)> {
+        let mut f = self.fault.lock().unwrap_or_else(|e| e.into_inner());
+        let fault = f.as_mut()?;
+        if fault.op == FaultOp::Sync && !is_sync {
+            return None;
+        }
+        fault.countdown = fault.countdown.saturating_sub(1);
+        if fault.countdown > 0 {
+            return None;
+        }
+        let out = (fault.effect, fault.rng.next_u64());
+        *f = None;
+        self.fired.fetch_add(1, Ordering::SeqCst);
+        Some(out)
     }
 
     fn st(&self) -> std::sync::MutexGuard<'_, CrashState> {
@@ -166,13 +235,33 @@ impl Storage for CrashStorage {
     }
 
     fn write_all_at(&self, data: &[u8], offset: u64) -> Result<()> {
+        let landed = match self.tick(false) {
+            None => data.len(),
+            Some((FaultEffect::Clean, _)) => return Err(injected()),
+            Some((FaultEffect::Lossy, draw)) => {
+                let sectors = data.len().div_ceil(SECTOR) as u64;
+                (draw % sectors.max(1)) as usize * SECTOR
+            }
+        };
         let mut s = self.st();
-        apply(&mut s.current, offset, data);
-        s.pending.push(PendingWrite { offset, data: data.to_vec() });
+        let part = data.get(..landed.min(data.len())).unwrap_or(&[]);
+        apply(&mut s.current, offset, part);
+        s.pending.push(PendingWrite { offset, data: part.to_vec() });
+        if landed < data.len() {
+            return Err(injected());
+        }
         Ok(())
     }
 
     fn sync(&self) -> Result<()> {
+        match self.tick(true) {
+            None => {}
+            Some((FaultEffect::Clean, _)) => return Err(injected()),
+            Some((FaultEffect::Lossy, _)) => {
+                self.st().pending.clear();
+                return Err(injected());
+            }
+        }
         let mut s = self.st();
         let point = SyncPoint { durable: s.durable.clone(), pending: std::mem::take(&mut s.pending) };
         for w in &point.pending {
@@ -183,6 +272,10 @@ impl Storage for CrashStorage {
     }
 
     in_process_locks!(locks);
+}
+
+fn injected() -> Error {
+    Error::io("injected fault", std::io::Error::other("injected i/o error"))
 }
 
 /// Fails exactly one operation, the N-th write or sync (counting from 1);
