@@ -237,8 +237,13 @@ fn sigkill_during_commits() {
     let (mut kills, mut acked, mut in_flight_seen, mut before_ready) = (0u64, 0u64, 0u64, 0u64);
     let (mut compactions, mut killed_compacting) = (0u64, 0u64);
     for i in 0..cycles {
-        // Mostly a few milliseconds (a handful of commits); sometimes longer.
-        let delay_us = if rng.below(8) == 0 { rng.below(50_000) } else { rng.below(12_000) };
+        // Mostly a few milliseconds (a handful of commits); sometimes longer,
+        // and now and then long enough for a compaction to finish.
+        let delay_us = match rng.below(16) {
+            0 => rng.below(300_000),
+            1 | 2 => rng.below(50_000),
+            _ => rng.below(12_000),
+        };
         let c = cycle(&path, seed, rng.below(10) != 0, delay_us);
         if c.killed {
             kills += 1;
@@ -291,6 +296,8 @@ fn sigkill_during_commits() {
     );
     assert!(compactions > 0 && killed_compacting > 0, "the kills never met a compaction");
     assert!(kills * 10 >= cycles * 9, "only {kills} of {cycles} children were killed");
-    assert!(acked > cycles, "too few commits ({acked}) to exercise the kill");
+    // Each child's first commit also syncs the meta it starts from, so a
+    // loaded machine fits fewer commits between kills.
+    assert!(acked * 2 > cycles, "too few commits ({acked}) to exercise the kill");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,6 +1,7 @@
 //! `check`: verifies every page of the latest commit (checksums, key order,
 //! tree shape, large-value blocks, free list) and says which pages are bad.
 
+use super::meta::{meta_page, slot_problem};
 use super::page::{LargeRef, NodeView};
 use super::read::ReadTxn;
 use super::store::{Store, load_free};
@@ -24,12 +25,23 @@ pub struct CheckReport {
     pub entries: u64,
     pub large_values: u64,
     pub free_pages: u64,
+    /// The meta slot (page 1 or 2) of the commit checked.
+    pub meta_slot: u64,
+    /// Meta slots found damaged (each also listed in `problems`).
+    pub damaged_meta_slots: Vec<u64>,
     pub problems: Vec<Problem>,
 }
 
 impl CheckReport {
     pub fn is_ok(&self) -> bool {
         self.problems.is_empty()
+    }
+
+    /// True when the commit in use is sound, whatever the other meta slot
+    /// holds: what a crash during a meta write leaves (the commit being
+    /// written is lost, the one before it intact).
+    pub fn tree_ok(&self) -> bool {
+        self.problems.len() == self.damaged_meta_slots.len()
     }
 }
 
@@ -50,10 +62,22 @@ impl Visitor for Checker {
     }
 }
 
-/// Checks the latest commit of `store`.
+/// Checks the latest commit of `store`, and both meta slots: a slot that
+/// is damaged (other than the blank second slot of a store at commit 0) is
+/// a problem even though the store opens from the other one, because it
+/// may have held a newer commit that is now lost.
 pub fn check(store: &Store) -> Result<CheckReport> {
     let txn = store.read()?;
-    check_txn(&txn)
+    let mut rep = check_txn(&txn)?;
+    let meta = txn.snapshot().meta;
+    for (i, state) in store.meta_slots()?.iter().enumerate() {
+        let page = i as u64 + 1;
+        if let Some(message) = slot_problem(state, page, &meta) {
+            rep.damaged_meta_slots.push(page);
+            rep.problems.insert(0, Problem { page: Some(page), message });
+        }
+    }
+    Ok(rep)
 }
 
 pub fn check_txn(txn: &ReadTxn) -> Result<CheckReport> {
@@ -132,5 +156,14 @@ pub fn check_txn(txn: &ReadTxn) -> Result<CheckReport> {
             );
         }
     }
-    Ok(CheckReport { txn: m.txn, pages: m.page_count, entries, large_values, free_pages, problems: c.problems })
+    Ok(CheckReport {
+        txn: m.txn,
+        pages: m.page_count,
+        entries,
+        large_values,
+        free_pages,
+        meta_slot: meta_page(m.txn),
+        damaged_meta_slots: Vec::new(),
+        problems: c.problems,
+    })
 }

@@ -100,3 +100,55 @@ impl Meta {
         Ok(m)
     }
 }
+
+/// What one meta slot holds, as `check` and `stat` report it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SlotState {
+    /// A valid meta.
+    Valid(Meta),
+    /// Every byte zero: the second slot of a store that never committed.
+    Blank,
+    /// Damaged or inconsistent. `claimed_txn` is the transaction id field
+    /// read without trusting it (it may itself be damaged).
+    Invalid { reason: String, claimed_txn: u64, checksum_failed: bool },
+}
+
+/// Decodes slot `page_no` (1 or 2) from its page bytes.
+pub fn slot_state(p: &[u8], page_no: u64) -> SlotState {
+    match Meta::decode(p, page_no) {
+        Ok(m) => SlotState::Valid(m),
+        Err(_) if p.iter().all(|b| *b == 0) => SlotState::Blank,
+        Err(e) => SlotState::Invalid {
+            reason: e.message().to_string(),
+            claimed_txn: u64_at(p, 8).unwrap_or(0),
+            checksum_failed: e.kind() == crate::error::ErrorKind::ChecksumMismatch,
+        },
+    }
+}
+
+/// A slot that is not valid and not the expected blank slot of a store at
+/// commit 0, described for `check`; `None` when the slot is fine.
+pub fn slot_problem(state: &SlotState, page_no: u64, in_use: &Meta) -> Option<String> {
+    match state {
+        SlotState::Valid(_) => None,
+        SlotState::Blank if in_use.txn == 0 => None,
+        SlotState::Blank => Some(format!(
+            "meta slot {page_no} is blank though the store is at commit {}; the file is damaged",
+            in_use.txn
+        )),
+        SlotState::Invalid { reason, claimed_txn, .. } => {
+            let mut msg = format!(
+                "meta slot {page_no} is invalid ({reason}); the store is at commit {} from slot {}",
+                in_use.txn,
+                meta_page(in_use.txn)
+            );
+            // A torn or damaged newer commit names a later id in its own slot.
+            if *claimed_txn > in_use.txn && *claimed_txn < MAX_TXN && meta_page(*claimed_txn) == page_no {
+                msg.push_str(&format!(
+                    "; the slot names commit {claimed_txn}, which was lost (a crash while it was written, or damage since)"
+                ));
+            }
+            Some(msg)
+        }
+    }
+}

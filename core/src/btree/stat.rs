@@ -27,6 +27,8 @@ pub struct Stat {
     pub large_pages: u64,
     pub free_pages: u64,
     pub free_list_pages: u64,
+    /// The meta slot (page 1 or 2) the commit was read from.
+    pub meta_slot: u64,
 }
 
 struct Counter {
@@ -98,6 +100,7 @@ pub fn stat(store: &Store) -> Result<Stat> {
         fill: if nodes == 0 { 0.0 } else { c.used as f64 / (nodes * (ps - 8)) as f64 },
         free_pages: free.total_pages(),
         free_list_pages: chain.len() as u64,
+        meta_slot: super::meta::meta_page(m.txn),
         ..c.s
     })
 }

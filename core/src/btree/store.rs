@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use super::FORMAT_VERSION;
 use super::freelist::{FreeState, decode_chain_page};
-use super::meta::{FIRST_DATA_PAGE, Meta};
+use super::meta::{FIRST_DATA_PAGE, Meta, SlotState, slot_state};
 use super::page::{DEFAULT_PAGE_SIZE, Geometry, KIND_FREE, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 use super::read::{ReadOps, ReadTxn};
 use super::snapshot::Snapshot;
@@ -136,31 +136,39 @@ pub struct Store {
     pub(crate) shared: Arc<Shared>,
 }
 
-/// Reads both meta pages and returns the valid one with the higher id.
-pub(crate) fn latest_meta(storage: &dyn Storage, map: Option<&Mapping>, geo: Geometry) -> Result<Meta> {
+/// Both meta slots, copied, then verified and decoded from the copy: a
+/// commit may be writing a meta page through the map while it is read, and
+/// fields decoded from the live map after its checksum passed could come
+/// from two versions.
+pub(crate) fn meta_slots(storage: &dyn Storage, map: Option<&Mapping>, geo: Geometry) -> Result<[SlotState; 2]> {
     let ps = geo.page_size;
-    // A copy, verified and decoded as one: a commit may be writing a meta
-    // page through the map while it is read, and fields decoded from the
-    // live map after its checksum passed could come from two versions.
     let mut both = vec![0u8; 2 * ps];
     match map.and_then(|m| (**m).as_ref().get(ps..3 * ps)) {
         Some(b) => both.copy_from_slice(b),
         None => storage.read_exact_at(&mut both, ps as u64)?,
     }
-    let a = Meta::decode(both.get(..ps).unwrap_or(&[]), 1);
-    let b = Meta::decode(both.get(ps..).unwrap_or(&[]), 2);
+    let (a, b) = both.split_at(ps);
+    Ok([slot_state(a, 1), slot_state(b, 2)])
+}
+
+/// Reads both meta pages and returns the valid one with the higher id.
+pub(crate) fn latest_meta(storage: &dyn Storage, map: Option<&Mapping>, geo: Geometry) -> Result<Meta> {
+    let [a, b] = meta_slots(storage, map, geo)?;
     match (a, b) {
-        (Ok(a), Ok(b)) => Ok(if a.txn >= b.txn { a } else { b }),
-        (Ok(m), Err(_)) | (Err(_), Ok(m)) => Ok(m),
-        (Err(ea), Err(eb)) => {
-            let kind = if ea.kind() == ErrorKind::ChecksumMismatch && eb.kind() == ErrorKind::ChecksumMismatch {
-                ErrorKind::ChecksumMismatch
-            } else {
-                ErrorKind::Corrupt
+        (SlotState::Valid(a), SlotState::Valid(b)) => Ok(if a.txn >= b.txn { a } else { b }),
+        (SlotState::Valid(m), _) | (_, SlotState::Valid(m)) => Ok(m),
+        (a, b) => {
+            let why = |s: &SlotState| match s {
+                SlotState::Invalid { reason, .. } => reason.clone(),
+                _ => "blank".to_string(),
             };
+            // A blank page fails its checksum too.
+            let checksum =
+                |s: &SlotState| matches!(s, SlotState::Blank | SlotState::Invalid { checksum_failed: true, .. });
+            let kind = if checksum(&a) && checksum(&b) { ErrorKind::ChecksumMismatch } else { ErrorKind::Corrupt };
             Err(Error::new(
                 kind,
-                format!("no valid meta page (page 1: {}; page 2: {}); the file is damaged", ea.message(), eb.message()),
+                format!("no valid meta page (page 1: {}; page 2: {}); the file is damaged", why(&a), why(&b)),
             ))
         }
     }
@@ -248,6 +256,12 @@ impl Store {
                 path,
             }),
         })
+    }
+
+    /// What each meta slot (pages 1 and 2) holds now.
+    pub fn meta_slots(&self) -> Result<[SlotState; 2]> {
+        let be = self.backend();
+        meta_slots(&*be.storage, None, self.shared.geo)
     }
 
     /// The format version of the file, from its header.
