@@ -2,11 +2,11 @@
 //! damage that a reader must survive (a torn meta page falls back to the
 //! commit before it).
 
-use bale::btree::page::{CellValue, KIND_BRANCH, KIND_LEAF, KIND_VINDEX, NodeView, PAGE_HDR, seal};
+use bale::btree::page::{CellValue, KIND_BRANCH, KIND_FREE, KIND_LEAF, KIND_VINDEX, NodeView, PAGE_HDR, seal};
 use bale::format::checksum::checksum;
 use bale::io::sim::SimRng;
 
-use crate::cases::{Case, Model, build, put, random_bytes};
+use crate::cases::{Case, Model, build, newest_meta, put, random_bytes};
 
 pub struct Invalid {
     pub id: &'static str,
@@ -39,6 +39,29 @@ fn pages_of(b: &[u8], kind: u8) -> Vec<usize> {
 
 fn page(b: &mut [u8], pn: usize) -> &mut [u8] {
     &mut b[pn * PS..(pn + 1) * PS]
+}
+
+// Meta page fields (FORMAT.md, "Meta pages").
+const META_TXN: usize = 8;
+const META_PAGE_COUNT: usize = 32;
+const META_FREE_HEAD: usize = 40;
+const META_FREE_PAGES: usize = 48;
+const META_DURABLE_UPTO: usize = 64;
+
+fn get_u64(p: &[u8], off: usize) -> u64 {
+    u64::from_le_bytes(p[off..off + 8].try_into().expect("8 bytes"))
+}
+
+fn set_u64(p: &mut [u8], off: usize, v: u64) {
+    p[off..off + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+/// Rewrites fields of the meta page in slot `pn` (1 or 2) and recomputes
+/// its checksum, so that only the field checks can refuse it.
+fn edit_meta(b: &mut [u8], ps: usize, pn: usize, edit: impl FnOnce(&mut [u8])) {
+    let p = &mut b[pn * ps..(pn + 1) * ps];
+    edit(p);
+    seal(p, pn as u64);
 }
 
 fn reseal_header(b: &mut [u8]) {
@@ -136,7 +159,91 @@ pub fn invalid() -> Vec<Invalid> {
         "CORRUPT",
         x,
     );
+    // Hostile metas: every checksum valid, every slot failing a field check.
+    // The base has commit 0 in slot 1 (page 1) and commit 1 in slot 2.
+    let mut x = b.clone();
+    edit_meta(&mut x, PS, 1, |p| set_u64(p, META_TXN, 1 << 62));
+    edit_meta(&mut x, PS, 2, |p| set_u64(p, META_TXN, u64::MAX));
+    add(
+        "meta-txn-max",
+        "meta txn 2^62 in slot 1 and u64::MAX in slot 2, each of its slot's parity (checksums recomputed): no txn below 2^62",
+        "CORRUPT",
+        x,
+    );
+    let mut x = b.clone();
+    for pn in [1, 2] {
+        edit_meta(&mut x, PS, pn, |p| {
+            let t = get_u64(p, META_TXN);
+            set_u64(p, META_DURABLE_UPTO, t + 1);
+        });
+    }
+    add("meta-durable-past-txn", "durable_upto = txn + 1 in both meta slots (checksums recomputed)", "CORRUPT", x);
+    let mut x = b.clone();
+    {
+        let (p1, p2) = (x[PS..2 * PS].to_vec(), x[2 * PS..3 * PS].to_vec());
+        x[PS..2 * PS].copy_from_slice(&p2);
+        x[2 * PS..3 * PS].copy_from_slice(&p1);
+        seal(page(&mut x, 1), 1);
+        seal(page(&mut x, 2), 2);
+    }
+    add(
+        "meta-wrong-slot",
+        "the two meta pages swapped, each resealed for its new page: both txns fail the slot parity",
+        "CORRUPT",
+        x,
+    );
+    add(
+        "meta-page-count-overflow-64k",
+        "64 KiB pages, page_count 2^48 in both meta slots (checksums recomputed): page_count x ps is 2^64",
+        "CORRUPT",
+        page_count_overflow(),
+    );
+    add(
+        "free-list-self-loop",
+        "a free-list page whose next page is itself, named by both metas with free_pages = 2^40 (checksums recomputed)",
+        "CORRUPT",
+        free_list_self_loop(),
+    );
     out
+}
+
+fn page_count_overflow() -> Vec<u8> {
+    const PS64: usize = 65536;
+    let (mut x, _) = build(PS64 as u32, vec![Box::new(|w, m| put(w, m, b"key", b"value"))]);
+    for pn in [1, 2] {
+        edit_meta(&mut x, PS64, pn, |p| set_u64(p, META_PAGE_COUNT, 1 << 48));
+    }
+    x
+}
+
+/// Two commits, the second with a one-page free list; that page is made to
+/// point at itself and both metas name it with a chain length of 2^40.
+fn free_list_self_loop() -> Vec<u8> {
+    let (mut x, _) = build(
+        PS as u32,
+        vec![
+            Box::new(|w, m| {
+                for i in 0..400u64 {
+                    put(w, m, format!("key-{i:06}").as_bytes(), b"first");
+                }
+            }),
+            Box::new(|w, m| put(w, m, b"key-000000", b"second")),
+        ],
+    );
+    let head = newest_meta(&x, PS).free_head as usize;
+    assert!(head != 0 && x[head * PS] == KIND_FREE, "no free list");
+    {
+        let p = page(&mut x, head);
+        set_u64(p, PAGE_HDR, head as u64);
+        seal(p, head as u64);
+    }
+    for pn in [1, 2] {
+        edit_meta(&mut x, PS, pn, |p| {
+            set_u64(p, META_FREE_HEAD, head as u64);
+            set_u64(p, META_FREE_PAGES, 1 << 40);
+        });
+    }
+    x
 }
 
 /// Damage a reader must survive: the newest meta torn, so the commit
@@ -153,11 +260,31 @@ pub fn valid_after_damage() -> Vec<Case> {
     page(&mut bytes, 1)[300] ^= 0xff;
     let mut entries = Model::new();
     entries.insert(b"first".to_vec(), b"commit 1".to_vec());
-    vec![Case {
+    let torn = Case {
         id: "torn-newest-meta",
         made: "two commits, then the newest meta page damaged: the file holds the first commit",
         page_size: PS as u32,
         bytes,
+        entries: entries.clone(),
+    };
+    let (mut bytes, _) = build(
+        PS as u32,
+        vec![
+            Box::new(|w, m: &mut Model| put(w, m, b"first", b"commit 1")),
+            Box::new(|w, m: &mut Model| put(w, m, b"second", b"commit 2")),
+        ],
+    );
+    // Commit 2 (slot 1) claims durability past itself, checksum recomputed.
+    edit_meta(&mut bytes, PS, 1, |p| {
+        assert_eq!(get_u64(p, META_TXN), 2);
+        set_u64(p, META_DURABLE_UPTO, 3);
+    });
+    let invalid_newest = Case {
+        id: "newest-meta-fails-field-check",
+        made: "two commits, then the newest meta resealed with durable_upto > txn: that slot is invalid, the file holds the first commit",
+        page_size: PS as u32,
+        bytes,
         entries,
-    }]
+    };
+    vec![torn, invalid_newest]
 }
