@@ -1,38 +1,98 @@
 //! Damaged files (reliability plan, R9): truncation at every length, every
-//! single-bit flip in the header and the meta pages, and garbage over whole
-//! pages. Opening, iterating, looking up every key and `check` must either
-//! give the right data or a typed error; never a panic, never wrong data
-//! that `check` calls healthy. Each file is tried in memory and on disk,
-//! with and without a memory map.
+//! single-bit flip in the header and the meta pages, garbage over whole
+//! pages and hostile pages with valid checksums. Opening, iterating,
+//! looking up every key and `check` must either give the right data or a
+//! typed error; never a panic, never wrong data that `check` calls healthy.
+//! Each file is tried in memory and on disk, with and without a memory map.
 //!
-//! Bit flips cover every bit of the header, every bit of the fields (the
-//! first 128 bytes in memory, 64 on disk) and of the checksum trailer of
-//! both meta pages, and a seeded sample of the other meta bits (1,000 per
-//! page in memory, 200 per page on disk). `BALE_BADFILES_FULL=1` flips every bit of both
-//! meta pages on every backend.
+//! Every sweep runs its cases in a child process (this binary re-executed)
+//! under guards that `catch_unwind` cannot provide: the parent kills a
+//! child that makes no progress for a while and records the case as a
+//! hang; the child runs under an address-space limit, so a runaway
+//! allocation aborts it and the case is recorded as a failure; and every
+//! case's peak heap growth must stay within R7's bound of twice the file
+//! size plus 64 MiB. After a child dies the parent starts a new one at the
+//! next case.
+//!
+//! Truncation covers every byte length of a small store (over 20 pages) on
+//! every backend. Bit flips cover every bit of the header, every bit of the
+//! fields (the first 128 bytes in memory, 64 on disk) and of the checksum
+//! trailer of both meta pages, and a seeded sample of the other meta bits
+//! (1,000 per page in memory, 200 per page on disk). `BALE_BADFILES_FULL=1`
+//! flips every bit of both meta pages on every backend.
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeSet;
 use std::fs::OpenOptions;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::FileExt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
 
 use bale::btree::CheckReport;
 use bale::io::MemStorage;
 use bale::io::sim::SimRng;
 use bale::{ErrorKind, Options, ReadOps, Store};
 
+/// Counts live heap bytes and their peak, for R7's bound per case.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+fn grew(n: usize) {
+    let now = LIVE.fetch_add(n, Ordering::Relaxed) + n;
+    PEAK.fetch_max(now, Ordering::Relaxed);
+}
+
+// SAFETY: forwards to the system allocator, only counting sizes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        // SAFETY: same contract as the caller's.
+        let p = unsafe { System.alloc(l) };
+        if !p.is_null() {
+            grew(l.size());
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(p, l) }
+    }
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        // SAFETY: same contract as the caller's.
+        let p = unsafe { System.alloc_zeroed(l) };
+        if !p.is_null() {
+            grew(l.size());
+        }
+        p
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        // SAFETY: same contract as the caller's.
+        let q = unsafe { System.realloc(p, l, new) };
+        if !q.is_null() {
+            if new >= l.size() {
+                grew(new - l.size());
+            } else {
+                LIVE.fetch_sub(l.size() - new, Ordering::Relaxed);
+            }
+        }
+        q
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
 type Flat = Vec<(Vec<u8>, Vec<u8>)>;
 
 const PS: usize = 4096;
-
-fn tmp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("bale-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
-}
 
 fn read_flat(store: &Store) -> Flat {
     let r = store.read().expect("read txn");
@@ -52,19 +112,39 @@ struct Fixture {
     keys: Vec<Vec<u8>>,
 }
 
+/// What a fixture holds: `keys` small values and one large value of two
+/// blocks (64 KiB and a short tail), incompressible or compressible.
+#[derive(Clone, Copy)]
+struct Spec {
+    keys: u32,
+    large: usize,
+    compressible: bool,
+}
+
+/// The fixture of the bit-flip, garbage and hostile sweeps (51 pages).
+const FULL: Spec = Spec { keys: 250, large: 70_000, compressible: false };
+/// The fixture cut at every byte length: small enough for that to be quick.
+const SMALL: Spec = Spec { keys: 70, large: 70_000, compressible: true };
+
 fn build() -> Fixture {
+    build_with(FULL)
+}
+
+fn build_with(spec: Spec) -> Fixture {
     let mem = MemStorage::new();
     let store = Store::open_storage(Arc::new(mem.clone()), Options { page_size: PS as u32, ..Options::create() })
         .expect("create");
     let mut rng = SimRng::new(0x0BAD_F11E);
     let mut w = store.write().expect("write");
-    for i in 0..250u32 {
+    for i in 0..spec.keys {
         let len = 10 + rng.below(250) as usize;
         let v: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
         w.put(format!("key{i:04}").as_bytes(), &v).expect("put");
     }
-    // Two blocks: 64 KiB and a short tail, incompressible.
-    let large: Vec<u8> = (0..70_000).map(|_| rng.next_u64() as u8).collect();
+    // Two blocks: 64 KiB and a short tail.
+    let large: Vec<u8> = (0..spec.large)
+        .map(|i| if spec.compressible && i % 64 != 0 { b"bale"[i % 4] } else { rng.next_u64() as u8 })
+        .collect();
     w.put(b"large", &large).expect("put large");
     w.put(b"medium", &vec![7u8; 3000]).expect("put medium");
     w.commit().expect("commit 1");
@@ -73,14 +153,14 @@ fn build() -> Fixture {
     // the aborted transaction appends pages past the last commit's end.
     let pin1 = store.read().expect("pin");
     let mut w = store.write().expect("write");
-    for i in (0..250u32).step_by(4) {
+    for i in (0..spec.keys).step_by(4) {
         assert!(w.delete(format!("key{i:04}").as_bytes()).expect("delete"));
     }
     w.commit().expect("commit 2");
     let previous = read_flat(&store);
     let pin2 = store.read().expect("pin");
     let mut w = store.write().expect("write");
-    for i in (1..250u32).step_by(9) {
+    for i in (1..spec.keys).step_by(9) {
         w.put(format!("key{i:04}").as_bytes(), b"rewritten in commit 3").expect("put");
     }
     w.delete(b"medium").expect("delete");
@@ -164,15 +244,38 @@ struct Tally {
     fallback: u64,
     /// Garbage cases where the data read fine but `check` found the damage.
     caught_by_check: u64,
+    /// Every failure; the first few are kept in `failures`.
+    failed: u64,
     failures: Vec<String>,
+    /// In a child: print each failure for the parent as it happens.
+    echo: bool,
 }
 
 impl Tally {
     fn fail(&mut self, s: String) {
-        if self.failures.len() < 30 {
+        self.failed += 1;
+        if self.echo {
+            say(&format!("fail {}", s.replace('\n', " ")));
+        } else if self.failures.len() < 30 {
             self.failures.push(s);
         }
     }
+
+    fn add(&mut self, o: &Tally) {
+        self.cases += o.cases;
+        self.errors += o.errors;
+        self.correct += o.correct;
+        self.fallback += o.fallback;
+        self.caught_by_check += o.caught_by_check;
+    }
+}
+
+/// A line for the parent; libtest may have printed "test NAME ... "
+/// without a newline.
+fn say(line: &str) {
+    let mut out = std::io::stdout();
+    writeln!(out, "\n{line}").expect("stdout");
+    out.flush().expect("stdout");
 }
 
 #[derive(Clone, Copy)]
@@ -286,6 +389,16 @@ struct Target<'a> {
     backend: Backend,
     path: PathBuf,
     fx: &'a Fixture,
+    /// Peak heap growth of the last open, read and check.
+    grown: std::cell::Cell<usize>,
+}
+
+/// Runs `f`, returning its result and its peak heap growth.
+fn measured<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    let before = LIVE.load(Ordering::Relaxed);
+    PEAK.store(before, Ordering::Relaxed);
+    let r = f();
+    (r, PEAK.load(Ordering::Relaxed).saturating_sub(before))
 }
 
 impl Target<'_> {
@@ -294,25 +407,34 @@ impl Target<'_> {
         if let Backend::File { .. } = backend {
             std::fs::write(&path, &fx.bytes).expect("write fixture");
         }
-        Target { backend, path, fx }
+        Target { backend, path, fx, grown: std::cell::Cell::new(0) }
     }
 
     fn open_bytes(&self, bytes: &[u8]) -> std::thread::Result<Seen> {
         let keys = &self.fx.keys;
-        catch_unwind(AssertUnwindSafe(|| {
-            let open = || Store::open_storage(Arc::new(MemStorage::from_bytes(bytes.to_vec())), Options::default());
-            examine(&open, keys)
-        }))
+        // The storage's own copy of the bytes counts as the file.
+        let (seen, grown) = measured(|| {
+            catch_unwind(AssertUnwindSafe(|| {
+                let open = || Store::open_storage(Arc::new(MemStorage::from_bytes(bytes.to_vec())), Options::default());
+                examine(&open, keys)
+            }))
+        });
+        self.grown.set(grown);
+        seen
     }
 
     fn open_file(&self) -> std::thread::Result<Seen> {
         let Backend::File { mmap } = self.backend else { unreachable!() };
         let keys = &self.fx.keys;
         let path = &self.path;
-        catch_unwind(AssertUnwindSafe(|| {
-            let open = || Store::open(path, Options { readonly: true, mmap, ..Options::default() });
-            examine(&open, keys)
-        }))
+        let (seen, grown) = measured(|| {
+            catch_unwind(AssertUnwindSafe(|| {
+                let open = || Store::open(path, Options { readonly: true, mmap, ..Options::default() });
+                examine(&open, keys)
+            }))
+        });
+        self.grown.set(grown);
+        seen
     }
 
     /// The file truncated to `len` (lengths must come in decreasing order).
@@ -350,71 +472,133 @@ impl Target<'_> {
 fn report(name: &str, backend: Backend, t: &Tally) {
     println!(
         "R9 {name} [{backend:?}]: {} cases, {} typed errors, {} correct, {} fell back to the previous commit, {} damaged-but-readable caught by check, {} failures",
-        t.cases,
-        t.errors,
-        t.correct,
-        t.fallback,
-        t.caught_by_check,
-        t.failures.len()
+        t.cases, t.errors, t.correct, t.fallback, t.caught_by_check, t.failed
     );
 }
 
 fn assert_clean(name: &str, tallies: &[Tally]) {
+    let failed: u64 = tallies.iter().map(|t| t.failed).sum();
     let failures: Vec<&String> = tallies.iter().flat_map(|t| t.failures.iter()).collect();
     assert!(
-        failures.is_empty(),
-        "{name}: {} failures:\n{}",
+        failed == 0,
+        "{name}: {failed} failures, the first {}:\n{}",
         failures.len(),
         failures.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n")
     );
 }
 
-/// Truncation lengths: every byte through the meta pages, every page
-/// boundary and its neighbours, and every 61st byte elsewhere, largest
-/// first.
-fn truncation_lengths(len: usize) -> Vec<usize> {
-    let mut set = BTreeSet::new();
-    set.extend(0..=3 * PS);
-    set.extend((3 * PS..len).step_by(61));
-    for p in 3..=len / PS {
-        for d in [-1i64, 0, 1] {
-            let l = (p * PS) as i64 + d;
-            if (0..=len as i64).contains(&l) {
-                set.insert(l as usize);
-            }
-        }
-    }
-    set.into_iter().rev().collect()
+// The cases of every sweep, built the same way by the parent and by the
+// child that runs them.
+
+/// How a case damages the fixture.
+enum Damage {
+    /// The file cut to this length.
+    Truncate(usize),
+    /// These bytes written at this offset.
+    Patch(usize, Vec<u8>),
 }
 
+/// What a damaged file may give.
+#[derive(Clone, Copy)]
+enum Expect {
+    /// The latest commit or a typed error.
+    Latest,
+    /// The latest or the previous commit, or a typed error.
+    LatestOrPrevious,
+    /// Anything, as long as `check` objects whenever reading went wrong.
+    CheckCatches,
+    /// Errors or odd data, but `check` must not call inconsistent reads
+    /// healthy (`hostile_verdict`).
+    Hostile,
+}
+
+struct Case {
+    label: String,
+    damage: Damage,
+    expect: Expect,
+}
+
+/// The sweeps; each runs against one backend in a child process.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Set {
+    Truncation,
+    BitFlips,
+    Garbage,
+    Hostile,
+    HugeLargeValue,
+    /// Cases that hang and over-allocate on purpose: the guards must see them.
+    GuardSelfTest,
+}
+
+const SETS: [Set; 6] =
+    [Set::Truncation, Set::BitFlips, Set::Garbage, Set::Hostile, Set::HugeLargeValue, Set::GuardSelfTest];
+
+fn fixture_of(set: Set) -> Fixture {
+    match set {
+        Set::Truncation => build_with(SMALL),
+        _ => build(),
+    }
+}
+
+fn cases_of(set: Set, backend: Backend, fx: &Fixture) -> Vec<Case> {
+    match set {
+        Set::Truncation => (0..=fx.bytes.len())
+            .rev()
+            .map(|len| Case {
+                label: format!("{backend:?} truncated to {len}"),
+                damage: Damage::Truncate(len),
+                expect: Expect::Latest,
+            })
+            .collect(),
+        Set::BitFlips => bit_flip_cases(backend, fx),
+        Set::Garbage => garbage_cases(backend, fx),
+        Set::Hostile => hostile_cases(fx),
+        Set::HugeLargeValue => huge_large_value_cases(fx),
+        Set::GuardSelfTest => ["intact", "hang", "allocate past R7's bound", "allocate 64 GiB step by step", "intact"]
+            .iter()
+            .map(|what| Case { label: what.to_string(), damage: Damage::Patch(0, Vec::new()), expect: Expect::Latest })
+            .collect(),
+    }
+}
+
+/// Truncation lengths short of what the latest meta counts must fail; the
+/// rest are intact.
 #[test]
-fn truncation_at_every_length() {
-    let fx = build();
-    let dir = tmp_dir("trunc");
-    let lens = truncation_lengths(fx.bytes.len());
-    let tail = fx.bytes.len() as u64 > fx.meta_pages * PS as u64;
+fn truncated_file_never_hangs_or_overallocates() {
+    const NAME: &str = "truncated_file_never_hangs_or_overallocates";
+    if child_dispatch() {
+        return;
+    }
+    let fx = fixture_of(Set::Truncation);
+    let started = Instant::now();
+    let runs: Vec<Run> = std::thread::scope(|s| {
+        let handles: Vec<_> =
+            BACKENDS.iter().map(|&b| s.spawn(move || run_guarded(NAME, Set::Truncation, b, HANG))).collect();
+        handles.into_iter().map(|h| h.join().expect("runner")).collect()
+    });
     let mut tallies = Vec::new();
-    for backend in BACKENDS {
-        let target = Target::new(backend, &dir, &fx);
-        let mut t = Tally::default();
-        for &len in &lens {
-            let seen = target.truncated(len);
-            judge(&format!("{backend:?} truncated to {len}"), seen, Rule::ErrorOr(&[]), &fx, &mut t);
-        }
-        report("truncation", backend, &t);
-        // Lengths short of what the meta counts must fail; the rest is intact.
-        let intact = lens.iter().filter(|&&l| l as u64 >= fx.meta_pages * PS as u64).count() as u64;
-        assert_eq!(t.correct, intact, "{backend:?}: intact truncations that did not read back");
-        tallies.push(t);
+    for (backend, run) in BACKENDS.iter().zip(runs) {
+        report("truncation", *backend, &run.tally);
+        tallies.push(run.tally);
     }
     println!(
-        "R9 truncation: {} lengths per backend over a {}-byte file ({} pages counted by its meta; bytes past them: {tail})",
-        lens.len(),
+        "R9 truncation: every length 0..={} of a {}-page store ({} pages counted by its meta), {} cases per backend, {} in all, in {:.1} s; address space limited to {}",
         fx.bytes.len(),
-        fx.meta_pages
+        fx.bytes.len() / PS,
+        fx.meta_pages,
+        fx.bytes.len() + 1,
+        3 * (fx.bytes.len() + 1),
+        started.elapsed().as_secs_f64(),
+        as_limit_text(fx.bytes.len()),
     );
+    assert!(fx.bytes.len() >= 20 * PS, "the truncated store has only {} bytes", fx.bytes.len());
+    assert!(fx.bytes.len() as u64 > fx.meta_pages * PS as u64, "the store has no bytes past its last commit");
     assert_clean("truncation", &tallies);
-    let _ = std::fs::remove_dir_all(&dir);
+    let intact = (fx.bytes.len() as u64 + 1).saturating_sub(fx.meta_pages * PS as u64);
+    for (backend, t) in BACKENDS.iter().zip(&tallies) {
+        assert_eq!(t.cases, fx.bytes.len() as u64 + 1, "{backend:?}: not every length ran");
+        assert_eq!(t.correct, intact, "{backend:?}: intact truncations that did not read back");
+    }
 }
 
 /// Bits flipped on a backend: all of the header; on meta pages, all bits
@@ -438,62 +622,69 @@ fn flip_bits(head: usize, sample: Option<usize>, rng: &mut SimRng) -> Vec<usize>
     bits.into_iter().collect()
 }
 
-#[test]
-fn single_bit_flips_in_header_and_meta_pages() {
-    let fx = build();
-    let dir = tmp_dir("flips");
+fn backend_seed(backend: Backend) -> u64 {
+    match backend {
+        Backend::Mem => 0,
+        Backend::File { mmap: false } => 1,
+        Backend::File { mmap: true } => 2,
+    }
+}
+
+fn bit_flip_cases(backend: Backend, fx: &Fixture) -> Vec<Case> {
     let full = std::env::var("BALE_BADFILES_FULL").is_ok();
-    let mut rng = SimRng::new(0xF11B);
-    let mut tallies = Vec::new();
-    let mut total = 0usize;
-    for backend in BACKENDS {
-        let bits = match backend {
-            _ if full => flip_bits(0, None, &mut rng),
-            Backend::Mem => flip_bits(128, Some(1000), &mut rng),
-            _ => flip_bits(64, Some(200), &mut rng),
-        };
-        total += bits.len();
-        let target = Target::new(backend, &dir, &fx);
-        let mut t = Tally::default();
-        let prev_only = [&fx.previous];
-        let latest_only = [&fx.latest];
-        for &bit in &bits {
+    let mut rng = SimRng::new(0xF11B + backend_seed(backend));
+    let bits = match backend {
+        _ if full => flip_bits(0, None, &mut rng),
+        Backend::Mem => flip_bits(128, Some(1000), &mut rng),
+        _ => flip_bits(64, Some(200), &mut rng),
+    };
+    bits.into_iter()
+        .map(|bit| {
             let off = bit / 8;
             let byte = fx.bytes[off] ^ (1 << (bit % 8));
             // A damaged meta slot leaves the other: the previous commit if
             // the latest slot was hit, otherwise the latest commit.
-            let allowed: &[&Flat] = match off / PS {
-                0 => &latest_only,
-                p if p == fx.latest_slot => &prev_only,
-                _ => &latest_only,
-            };
-            let seen = target.patched(off, &[byte]);
-            judge(&format!("{backend:?} bit {bit} (byte {off})"), seen, Rule::ErrorOr(allowed), &fx, &mut t);
-        }
-        report("bit flips", backend, &t);
-        // Every bit is checksummed: a flip in the header must be refused and
-        // a flip in a meta slot must make the store fall back or fail.
-        tallies.push(t);
-    }
-    println!("R9 bit flips: {total} single-bit flips over the header and both meta pages");
-    assert_clean("bit flips", &tallies);
-    for t in &tallies {
-        assert_eq!(t.correct + t.fallback + t.errors, t.cases);
-    }
-    let _ = std::fs::remove_dir_all(&dir);
+            let expect = if off / PS == fx.latest_slot { Expect::LatestOrPrevious } else { Expect::Latest };
+            Case {
+                label: format!("{backend:?} bit {bit} (byte {off})"),
+                damage: Damage::Patch(off, vec![byte]),
+                expect,
+            }
+        })
+        .collect()
 }
 
 #[test]
-fn garbage_over_whole_pages() {
-    let fx = build();
-    let dir = tmp_dir("garbage");
-    let pages = fx.bytes.len() / PS;
+fn single_bit_flips_in_header_and_meta_pages() {
+    const NAME: &str = "single_bit_flips_in_header_and_meta_pages";
+    if child_dispatch() {
+        return;
+    }
+    let runs: Vec<Run> = std::thread::scope(|s| {
+        let handles: Vec<_> =
+            BACKENDS.iter().map(|&b| s.spawn(move || run_guarded(NAME, Set::BitFlips, b, HANG))).collect();
+        handles.into_iter().map(|h| h.join().expect("runner")).collect()
+    });
     let mut tallies = Vec::new();
-    for backend in BACKENDS {
-        let target = Target::new(backend, &dir, &fx);
-        let mut rng = SimRng::new(0x06A4_BA6E);
-        let mut t = Tally::default();
-        for case in 0..200u64 {
+    for (backend, run) in BACKENDS.iter().zip(runs) {
+        report("bit flips", *backend, &run.tally);
+        tallies.push(run.tally);
+    }
+    let total: u64 = tallies.iter().map(|t| t.cases).sum();
+    println!("R9 bit flips: {total} single-bit flips over the header and both meta pages");
+    assert_clean("bit flips", &tallies);
+    // Every bit is checksummed: a flip in the header must be refused and a
+    // flip in a meta slot must make the store fall back or fail.
+    for t in &tallies {
+        assert_eq!(t.correct + t.fallback + t.errors, t.cases);
+    }
+}
+
+fn garbage_cases(backend: Backend, fx: &Fixture) -> Vec<Case> {
+    let pages = fx.bytes.len() / PS;
+    let mut rng = SimRng::new(0x06A4_BA6E);
+    (0..200u64)
+        .map(|case| {
             let page = 3 + rng.below(pages as u64 - 3) as usize;
             let (what, patch): (&str, Vec<u8>) = match case % 10 {
                 0 => ("zeros", vec![0u8; PS]),
@@ -504,38 +695,43 @@ fn garbage_over_whole_pages() {
                 }
                 _ => ("random bytes", (0..PS).map(|_| rng.next_u64() as u8).collect()),
             };
-            let seen = target.patched(page * PS, &patch);
-            judge(
-                &format!("{backend:?} case {case}: {what} over page {page}"),
-                seen,
-                Rule::CheckCatches(&fx.latest),
-                &fx,
-                &mut t,
-            );
-        }
-        report("garbage pages", backend, &t);
-        assert!(t.errors > 0, "{backend:?}: no garbage page was ever noticed");
-        tallies.push(t);
+            Case {
+                label: format!("{backend:?} case {case}: {what} over page {page}"),
+                damage: Damage::Patch(page * PS, patch),
+                expect: Expect::CheckCatches,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn garbage_over_whole_pages() {
+    const NAME: &str = "garbage_over_whole_pages";
+    if child_dispatch() {
+        return;
+    }
+    let runs: Vec<Run> = std::thread::scope(|s| {
+        let handles: Vec<_> =
+            BACKENDS.iter().map(|&b| s.spawn(move || run_guarded(NAME, Set::Garbage, b, HANG))).collect();
+        handles.into_iter().map(|h| h.join().expect("runner")).collect()
+    });
+    let mut tallies = Vec::new();
+    for (backend, run) in BACKENDS.iter().zip(runs) {
+        report("garbage pages", *backend, &run.tally);
+        assert!(run.tally.errors > 0, "{backend:?}: no garbage page was ever noticed");
+        tallies.push(run.tally);
     }
     assert_clean("garbage pages", &tallies);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 // Hostile files: pages and metas rewritten with valid checksums, so the
-// decoders behind the checksums see the damage. A hostile length could make
-// the process abort (which no `catch_unwind` stops), so the cases run in a
-// child process; the parent restarts it after the case that killed it.
+// decoders behind the checksums see the damage.
 
-const HOSTILE_ENV: &str = "BALE_HOSTILE_CHILD";
-const HOSTILE_TEST: &str = "hostile_pages_with_valid_checksums";
 const HOSTILE_PAGE_CASES: u64 = 400;
 const HOSTILE_META_CASES: u64 = 120;
 
-/// One hostile file: `patch` written at `offset` of the fixture.
-struct Hostile {
-    label: String,
-    offset: usize,
-    patch: Vec<u8>,
+fn hostile(label: String, offset: usize, patch: Vec<u8>) -> Case {
+    Case { label, damage: Damage::Patch(offset, patch), expect: Expect::Hostile }
 }
 
 fn extreme_u64(rng: &mut SimRng, fx: &Fixture, page: u64) -> u64 {
@@ -544,7 +740,7 @@ fn extreme_u64(rng: &mut SimRng, fx: &Fixture, page: u64) -> u64 {
     choices[rng.below(choices.len() as u64) as usize]
 }
 
-fn hostile_cases(fx: &Fixture) -> Vec<Hostile> {
+fn hostile_cases(fx: &Fixture) -> Vec<Case> {
     use bale::btree::meta::Meta;
     use bale::btree::page::{KIND_BRANCH, KIND_FREE, KIND_LEAF, KIND_VINDEX, TRAILER, seal, verify};
     let mut rng = SimRng::new(0x0405_711E);
@@ -590,11 +786,7 @@ fn hostile_cases(fx: &Fixture) -> Vec<Hostile> {
             }
         };
         seal(&mut page, p);
-        cases.push(Hostile {
-            label: format!("page case {i}: page {p} (kind {}), {what}", page[0]),
-            offset: off,
-            patch: page,
-        });
+        cases.push(hostile(format!("page case {i}: page {p} (kind {}), {what}", page[0]), off, page));
     }
     let slot = fx.latest_slot;
     let base = Meta::decode(&fx.bytes[slot * PS..(slot + 1) * PS], slot as u64).expect("latest meta");
@@ -627,11 +819,7 @@ fn hostile_cases(fx: &Fixture) -> Vec<Hostile> {
                 "free_pages"
             }
         };
-        cases.push(Hostile {
-            label: format!("meta case {i}: {field} = {m:?}"),
-            offset: slot * PS,
-            patch: m.encode(PS),
-        });
+        cases.push(hostile(format!("meta case {i}: {field} = {m:?}"), slot * PS, m.encode(PS)));
     }
     cases
 }
@@ -659,93 +847,241 @@ fn hostile_verdict(seen: std::thread::Result<Seen>) -> Option<String> {
     }
 }
 
-/// Child side: runs the cases from `start`, announcing each first.
-fn hostile_child(set: &str, start: usize, only: Option<usize>) {
-    use std::io::Write;
-    let fx = build();
-    let cases = case_set(set, &fx);
-    let mut out = std::io::stdout();
-    let end = only.map_or(cases.len(), |o| o + 1);
-    for (i, c) in cases.iter().enumerate().take(end).skip(start) {
-        writeln!(out, "\ncase {i}").expect("stdout");
-        out.flush().expect("stdout");
-        let mut b = fx.bytes.clone();
-        b[c.offset..c.offset + c.patch.len()].copy_from_slice(&c.patch);
-        let keys = &fx.keys;
-        let seen = catch_unwind(AssertUnwindSafe(|| {
-            let open = || Store::open_storage(Arc::new(MemStorage::from_bytes(b.clone())), Options::default());
-            examine(&open, keys)
-        }));
-        if let Some(why) = hostile_verdict(seen) {
-            writeln!(out, "\nfail {i} {why}").expect("stdout");
-        }
+// The guarded runner. The parent re-executes this binary with the test's
+// name and `CHILD_ENV` naming the set, the backend and the first case; the
+// child announces every case before running it, reports failures and a
+// final tally on stdout.
+
+const CHILD_ENV: &str = "BALE_BADFILES_CHILD";
+/// How long a child may go without a line of progress before the case it
+/// is in counts as a hang.
+const HANG: Duration = Duration::from_secs(25);
+const MIB: usize = 1 << 20;
+
+fn backend_name(b: Backend) -> &'static str {
+    match b {
+        Backend::Mem => "mem",
+        Backend::File { mmap: false } => "file",
+        Backend::File { mmap: true } => "mmap",
     }
-    writeln!(out, "\nall done").expect("stdout");
-    out.flush().expect("stdout");
 }
 
-/// Parent side: runs cases `start..` (or just `only`) in child processes
-/// until all ran; returns the number run and every failure.
-fn run_hostile(test: &str, set: &str, only: Option<usize>) -> (usize, Vec<String>) {
-    let fx = build();
-    let cases = case_set(set, &fx);
-    let mut failures = Vec::new();
-    let mut start = only.unwrap_or(0);
-    let end = only.map_or(cases.len(), |o| o + 1);
-    while start < end {
-        let out = std::process::Command::new(std::env::current_exe().expect("current_exe"))
-            .args([test, "--exact", "--nocapture", "--test-threads=1"])
-            .env(HOSTILE_ENV, format!("{set},{start},{}", only.map_or(String::new(), |o| o.to_string())))
-            .stdin(std::process::Stdio::null())
-            .output()
-            .expect("run child");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let mut last = None;
-        let mut done = false;
-        for line in stdout.lines() {
-            if let Some(i) = line.strip_prefix("case ") {
-                last = i.trim().parse::<usize>().ok();
-            } else if let Some(f) = line.strip_prefix("fail ") {
-                let (i, why) = f.split_once(' ').unwrap_or((f, ""));
-                let i: usize = i.parse().expect("case number");
-                failures.push(format!("{}: {why}", cases[i].label));
-            } else if line.starts_with("all done") {
-                done = true;
+/// R7: a case's peak heap growth is at most twice the file size + 64 MiB.
+fn heap_bound(file_len: usize) -> usize {
+    2 * file_len + 64 * MIB
+}
+
+/// Address space a child may add to what it has before its first case:
+/// R7's bound, a map of the file and slack for allocator arenas.
+fn as_slack(file_len: usize) -> usize {
+    heap_bound(file_len) + file_len + 192 * MIB
+}
+
+fn as_limit_text(file_len: usize) -> String {
+    format!("the child's size before its first case + {} MiB", as_slack(file_len) / MIB)
+}
+
+/// This process's address-space size (VmSize).
+fn vm_size() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let kb = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmSize:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
+        .expect("VmSize");
+    kb * 1024
+}
+
+/// Limits this process's address space to its current size + `extra`;
+/// beyond it allocations fail and Rust aborts the process.
+fn limit_address_space(extra: usize) -> usize {
+    let lim = vm_size() + extra;
+    let r = libc::rlimit { rlim_cur: lim as libc::rlim_t, rlim_max: lim as libc::rlim_t };
+    // SAFETY: setrlimit only reads the struct it is given.
+    let rc = unsafe { libc::setrlimit(libc::RLIMIT_AS, &r) };
+    assert_eq!(rc, 0, "setrlimit(RLIMIT_AS): {}", std::io::Error::last_os_error());
+    lim
+}
+
+/// In a child: runs the cases named by `CHILD_ENV` and returns true.
+fn child_dispatch() -> bool {
+    let Ok(v) = std::env::var(CHILD_ENV) else { return false };
+    let mut it = v.split(',');
+    let set = it.next().and_then(|n| SETS.iter().copied().find(|s| format!("{s:?}") == n)).expect("set");
+    let backend = it.next().and_then(|n| BACKENDS.iter().copied().find(|&b| backend_name(b) == n)).expect("backend");
+    let start = it.next().and_then(|n| n.parse().ok()).expect("first case");
+    sweep_child(set, backend, start);
+    true
+}
+
+fn child_dir(set: Set, backend: Backend, pid: u32) -> PathBuf {
+    std::env::temp_dir().join(format!("bale-{set:?}-{}-{pid}", backend_name(backend)))
+}
+
+fn sweep_child(set: Set, backend: Backend, start: usize) {
+    let fx = fixture_of(set);
+    let cases = cases_of(set, backend, &fx);
+    let dir = child_dir(set, backend, std::process::id());
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let target = Target::new(backend, &dir, &fx);
+    let limit = limit_address_space(as_slack(fx.bytes.len()));
+    say(&format!("cases {} address space limit {limit}", cases.len()));
+    let mut t = Tally { echo: true, ..Tally::default() };
+    for (i, c) in cases.iter().enumerate().skip(start) {
+        say(&format!("case {i} {}", c.label));
+        if set == Set::GuardSelfTest && i == 1 {
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
             }
         }
-        if done {
+        if set == Set::GuardSelfTest && i == 3 {
+            let mut hoard = Vec::new();
+            for _ in 0..1024 {
+                hoard.push(std::hint::black_box(Vec::<u8>::with_capacity(64 * MIB)));
+            }
+            say(&format!("allocated {} GiB", hoard.len() / 16));
+        }
+        let seen = match &c.damage {
+            Damage::Truncate(len) => target.truncated(*len),
+            Damage::Patch(off, patch) => target.patched(*off, patch),
+        };
+        let file_len = match c.damage {
+            Damage::Truncate(len) => len,
+            Damage::Patch(..) => fx.bytes.len(),
+        };
+        if set == Set::GuardSelfTest && i == 2 {
+            let ((), g) = measured(|| drop(std::hint::black_box(Vec::<u8>::with_capacity(heap_bound(file_len) + 1))));
+            target.grown.set(target.grown.get().max(g));
+        }
+        let grown = target.grown.get();
+        if grown > heap_bound(file_len) {
+            t.fail(format!(
+                "{}: peak heap growth of {grown} bytes for a {file_len}-byte file exceeds R7's 2x file size + 64 MiB",
+                c.label
+            ));
+        }
+        match c.expect {
+            Expect::Latest => judge(&c.label, seen, Rule::ErrorOr(&[]), &fx, &mut t),
+            Expect::LatestOrPrevious => judge(&c.label, seen, Rule::ErrorOr(&[&fx.previous]), &fx, &mut t),
+            Expect::CheckCatches => judge(&c.label, seen, Rule::CheckCatches(&fx.latest), &fx, &mut t),
+            Expect::Hostile => {
+                t.cases += 1;
+                if let Some(why) = hostile_verdict(seen) {
+                    t.fail(format!("{}: {why}", c.label));
+                }
+            }
+        }
+        // The counts so far: a later death must not lose them.
+        say(&format!("tally {} {} {} {} {}", t.cases, t.errors, t.correct, t.fallback, t.caught_by_check));
+    }
+    say("all done");
+    drop(target);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What a guarded sweep gave: the children's tallies plus one failure per
+/// case that hung or killed its process.
+struct Run {
+    tally: Tally,
+    /// Cases in the set.
+    cases: usize,
+    /// Child processes started (one more after each death).
+    children: usize,
+}
+
+/// Parent side: runs every case of `set` on `backend` in child processes,
+/// starting a new child after the case that hung or killed the last one.
+fn run_guarded(test: &str, set: Set, backend: Backend, hang: Duration) -> Run {
+    let mut tally = Tally::default();
+    let mut start = 0usize;
+    let mut total = None;
+    let mut children = 0;
+    loop {
+        children += 1;
+        let mut child = Command::new(std::env::current_exe().expect("current_exe"))
+            .args([test, "--exact", "--nocapture", "--test-threads=1"])
+            .env(CHILD_ENV, format!("{set:?},{},{start}", backend_name(backend)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run child");
+        let pid = child.id();
+        let (tx, rx) = channel();
+        let out = child.stdout.take().expect("stdout");
+        let pump = std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut err = child.stderr.take().expect("stderr");
+        let errs = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = err.read_to_string(&mut s);
+            s
+        });
+        let mut last: Option<(usize, String)> = None;
+        let mut counts = Tally::default();
+        let (mut done, mut hung) = (false, false);
+        loop {
+            match rx.recv_timeout(hang) {
+                Ok(line) => {
+                    if let Some(n) = line.strip_prefix("cases ") {
+                        total = n.split(' ').next().and_then(|n| n.parse().ok());
+                    } else if let Some(c) = line.strip_prefix("case ") {
+                        let (i, label) = c.split_once(' ').unwrap_or((c, ""));
+                        last = Some((i.parse().expect("case number"), label.to_string()));
+                    } else if let Some(f) = line.strip_prefix("fail ") {
+                        tally.fail(f.to_string());
+                    } else if let Some(n) = line.strip_prefix("tally ") {
+                        let v: Vec<u64> = n.split(' ').map(|x| x.parse().expect("tally")).collect();
+                        let [cases, errors, correct, fallback, caught_by_check] = v[..] else { panic!("tally {n}") };
+                        counts = Tally { cases, errors, correct, fallback, caught_by_check, ..Tally::default() };
+                    } else if line == "all done" {
+                        done = true;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    let _ = child.kill();
+                    hung = true;
+                    break;
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        let status = child.wait().expect("wait");
+        pump.join().expect("stdout pump");
+        let stderr = errs.join().expect("stderr pump");
+        let _ = std::fs::remove_dir_all(child_dir(set, backend, pid));
+        tally.add(&counts);
+        if done && status.success() {
             break;
         }
-        let i = last.unwrap_or_else(|| {
-            panic!("the child died before running a case: {}\n{}", out.status, String::from_utf8_lossy(&out.stderr))
-        });
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let tail: String = stderr.lines().rev().take(3).collect::<Vec<_>>().join(" | ");
-        failures.push(format!("{}: the process died ({}): {tail}", cases[i].label, out.status));
+        let Some((i, label)) = last else {
+            panic!("the {set:?} child died before running a case: {status}\n{stderr}");
+        };
+        tally.cases += 1;
+        if hung {
+            tally.fail(format!("{label}: hung (no progress for {} s, killed)", hang.as_secs()));
+        } else {
+            let tail: String = stderr.lines().rev().take(3).collect::<Vec<_>>().join(" | ");
+            tally.fail(format!("{label}: the process died ({status}): {tail}"));
+        }
         start = i + 1;
+        if total.is_none_or(|n| start >= n) {
+            break;
+        }
     }
-    (end - only.unwrap_or(0), failures)
-}
-
-fn hostile_child_args() -> Option<(String, usize, Option<usize>)> {
-    let v = std::env::var(HOSTILE_ENV).ok()?;
-    let mut it = v.split(',');
-    let set = it.next()?.to_string();
-    let start = it.next()?.parse().ok()?;
-    Some((set, start, it.next().and_then(|o| o.parse().ok())))
-}
-
-fn case_set(set: &str, fx: &Fixture) -> Vec<Hostile> {
-    match set {
-        "sweep" => hostile_cases(fx),
-        "large-len" => huge_large_value_cases(fx),
-        _ => panic!("unknown case set {set}"),
-    }
+    Run { tally, cases: total.unwrap_or(0), children }
 }
 
 /// The leaf cell of the large value rewritten to claim a huge length with
 /// an index depth that fits it (the page checksum is valid).
-fn huge_large_value_cases(fx: &Fixture) -> Vec<Hostile> {
+fn huge_large_value_cases(fx: &Fixture) -> Vec<Case> {
     use bale::btree::page::{CellValue, KIND_LEAF, LargeRef, NodeView, seal, verify};
     let mut out = Vec::new();
     for p in 3..fx.meta_pages {
@@ -764,11 +1100,11 @@ fn huge_large_value_cases(fx: &Fixture) -> Vec<Hostile> {
                 let huge = LargeRef { len, root: r.root, depth };
                 patched[at..at + old.len()].copy_from_slice(&huge.encode());
                 seal(&mut patched, p);
-                out.push(Hostile {
-                    label: format!("large value in leaf {p} claims {len} bytes at index depth {depth}"),
-                    offset: off,
-                    patch: patched,
-                });
+                out.push(hostile(
+                    format!("large value in leaf {p} claims {len} bytes at index depth {depth}"),
+                    off,
+                    patched,
+                ));
             }
         }
     }
@@ -776,16 +1112,19 @@ fn huge_large_value_cases(fx: &Fixture) -> Vec<Hostile> {
     out
 }
 
+/// A hostile file may make no process hang, abort or over-allocate.
 #[test]
 fn hostile_pages_with_valid_checksums() {
-    if let Some((set, start, only)) = hostile_child_args() {
-        hostile_child(&set, start, only);
+    const NAME: &str = "hostile_pages_with_valid_checksums";
+    if child_dispatch() {
         return;
     }
-    let (n, failures) = run_hostile(HOSTILE_TEST, "sweep", None);
-    println!("R9 hostile pages: {n} resealed page and meta mutations, {} failures", failures.len());
-    assert_eq!(n as u64, HOSTILE_PAGE_CASES + HOSTILE_META_CASES);
-    assert!(failures.is_empty(), "{} hostile files broke the reader:\n{}", failures.len(), failures.join("\n"));
+    let run = run_guarded(NAME, Set::Hostile, Backend::Mem, HANG);
+    let t = &run.tally;
+    println!("R9 hostile pages: {} resealed page and meta mutations, {} failures", t.cases, t.failed);
+    assert_clean("hostile pages", std::slice::from_ref(t));
+    assert_eq!(t.cases, HOSTILE_PAGE_CASES + HOSTILE_META_CASES);
+    assert_eq!(run.cases as u64, t.cases);
 }
 
 /// Iteration over a damaged leaf fails and stays failed: after the first
@@ -837,11 +1176,29 @@ fn iteration_errors_are_sticky() {
 #[test]
 fn huge_large_value_length_does_not_abort() {
     const NAME: &str = "huge_large_value_length_does_not_abort";
-    if let Some((set, start, only)) = hostile_child_args() {
-        hostile_child(&set, start, only);
+    if child_dispatch() {
         return;
     }
-    let (n, failures) = run_hostile(NAME, "large-len", None);
-    assert!(n >= 3, "{n} cases");
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let run = run_guarded(NAME, Set::HugeLargeValue, Backend::Mem, HANG);
+    assert!(run.tally.cases >= 3, "{} cases", run.tally.cases);
+    assert_clean("huge large value", std::slice::from_ref(&run.tally));
+}
+
+/// The guards themselves: a case that hangs, one that allocates past R7's
+/// bound and one that allocates without end are each reported by name, and
+/// the cases after them still run.
+#[test]
+fn sweep_guards_report_hangs_and_runaway_allocation() {
+    const NAME: &str = "sweep_guards_report_hangs_and_runaway_allocation";
+    if child_dispatch() {
+        return;
+    }
+    let run = run_guarded(NAME, Set::GuardSelfTest, Backend::Mem, Duration::from_secs(3));
+    let t = &run.tally;
+    assert_eq!((run.cases, t.cases, t.correct, t.failed), (5, 5, 3, 3), "{:?}", t.failures);
+    assert_eq!(run.children, 3, "a new child after the hang and after the abort");
+    let f = &t.failures;
+    assert!(f.iter().any(|x| x.starts_with("hang: hung")), "{f:?}");
+    assert!(f.iter().any(|x| x.starts_with("allocate past R7's bound: peak heap growth")), "{f:?}");
+    assert!(f.iter().any(|x| x.starts_with("allocate 64 GiB step by step: the process died")), "{f:?}");
 }
