@@ -173,8 +173,13 @@ struct Proc {
 
 impl Proc {
     fn spawn(role: &str) -> Proc {
+        Proc::spawn_for(TEST_NAME, role)
+    }
+
+    /// A child running `role` under the test named `test`.
+    fn spawn_for(test: &str, role: &str) -> Proc {
         let mut child = Command::new(std::env::current_exe().expect("current_exe"))
-            .args([TEST_NAME, "--exact", "--nocapture", "--test-threads=1"])
+            .args([test, "--exact", "--nocapture", "--test-threads=1"])
             .env(ROLE_ENV, role)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -262,17 +267,26 @@ fn file_pages(store: &Store) -> u64 {
     bale::btree::stat(store).expect("stat").file_pages
 }
 
+/// In a child: plays the role named by `ROLE_ENV` and returns true.
+fn dispatch_role() -> bool {
+    let Ok(role) = std::env::var(ROLE_ENV) else { return false };
+    let parts: Vec<&str> = role.split(',').collect();
+    let dir = Path::new(parts[1]);
+    match parts[0] {
+        "writer" => writer(dir),
+        "reader" => reader(dir, parts[2].parse().expect("reader id")),
+        "locker" => locker(dir),
+        "holder" => holder(dir, parts[2].parse().expect("holder id")),
+        "stress-writer" => stress_writer(dir),
+        "stress-reader" => stress_reader(dir, parts[2].parse().expect("reader id")),
+        other => panic!("unknown role {other}"),
+    }
+    true
+}
+
 #[test]
 fn one_writer_many_readers_with_kills() {
-    if let Ok(role) = std::env::var(ROLE_ENV) {
-        let parts: Vec<&str> = role.split(',').collect();
-        let dir = Path::new(parts[1]);
-        match parts[0] {
-            "writer" => writer(dir),
-            "reader" => reader(dir, parts[2].parse().expect("reader id")),
-            "locker" => locker(dir),
-            other => panic!("unknown role {other}"),
-        }
+    if dispatch_role() {
         return;
     }
     let dir = tmp_dir("mp");
@@ -404,5 +418,214 @@ fn oldest_pin_sees_a_pin_for_any_bound() {
         assert_eq!(got, Ok(Some(r.txn_id())), "oldest_pin({below})");
     }
     drop(r);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Holds one snapshot until the stop flag appears (or it is killed).
+fn holder(dir: &Path, id: u64) {
+    let opts = Options { readonly: id.is_multiple_of(2), mmap: !id.is_multiple_of(3), ..Options::default() };
+    let store = Store::open(dir.join("store.bale"), opts).expect("holder open");
+    let r = store.read().expect("read");
+    let n = verify_snapshot(&r).unwrap_or_else(|e| panic!("holder {id}: {e}"));
+    say(&format!("pinned {} {n}", r.txn_id()));
+    while !dir.join("stop").exists() {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let again = verify_snapshot(&r).unwrap_or_else(|e| panic!("holder {id} after holding: {e}"));
+    assert_eq!(again, n, "holder {id}: the held snapshot changed");
+    say("holder done");
+}
+
+/// A probe from this process: the lowest pinned snapshot of any process.
+fn oldest_pin(probe: &FileStorage) -> Option<u64> {
+    probe.oldest_pin(u64::MAX).expect("probe pins")
+}
+
+/// Reader processes pin their snapshots with OS locks that die with them.
+/// A probe opened by the parent (which holds no snapshot) must see the pin
+/// of every live reader, and after a reader is SIGKILLed its pin must be
+/// gone while the other readers (older and newer) keep theirs.
+#[test]
+fn pins_of_live_readers_are_visible_and_killed_readers_release_theirs() {
+    const NAME: &str = "pins_of_live_readers_are_visible_and_killed_readers_release_theirs";
+    const HOLDERS: usize = 6;
+    if dispatch_role() {
+        return;
+    }
+    let mut cycles = 0;
+    for round in 0..2u64 {
+        let dir = tmp_dir(&format!("pins{round}"));
+        let path = dir.join("store.bale");
+        let store = Store::open(&path, Options::create()).expect("create");
+        let probe = FileStorage::open(&path, FileOptions { create: false, readonly: true }).expect("probe");
+        let d = dir.display();
+        let mut n = 0;
+        let mut holders: Vec<(u64, Proc)> = Vec::new();
+        for i in 0..HOLDERS {
+            n += 1;
+            write_commit(&store, n, None).expect("commit");
+            let p = Proc::spawn_for(NAME, &format!("holder,{d},{}", round * 10 + i as u64));
+            let line = p.wait_for("pinned ");
+            let txn: u64 = line.split(' ').nth(1).and_then(|t| t.parse().ok()).expect("pinned txn");
+            assert_eq!(oldest_pin(&probe), Some(holders.first().map_or(txn, |h| h.0)), "pins while holder {i} lives");
+            // Its own pin, seen from below the next commit, too.
+            assert!(probe.oldest_pin(txn + 1).expect("probe").is_some_and(|t| t <= txn));
+            holders.push((txn, p));
+        }
+        let txns: Vec<u64> = holders.iter().map(|h| h.0).collect();
+        assert!(txns.windows(2).all(|w| w[0] < w[1]), "each holder pinned its own commit: {txns:?}");
+        // Commits go on while they are pinned.
+        for _ in 0..5 {
+            n += 1;
+            write_commit(&store, n, None).expect("commit");
+        }
+        assert_eq!(oldest_pin(&probe), Some(txns[0]), "every holder is alive");
+        let mut kill = |i: usize, holders: &mut Vec<(u64, Proc)>| {
+            let p = &mut holders[i].1;
+            p.kill();
+            assert!(!p.finish(), "holder {i} was not killed");
+            cycles += 1;
+        };
+        // A middle one first: its pin must not outlive it although older
+        // and newer pins stay.
+        kill(1, &mut holders);
+        assert_eq!(oldest_pin(&probe), Some(txns[0]), "after killing holder 1 the oldest pin is still holder 0's");
+        kill(0, &mut holders);
+        assert_eq!(oldest_pin(&probe), Some(txns[2]), "holders 0 and 1 were killed but a pin below holder 2's stays");
+        kill(4, &mut holders);
+        kill(2, &mut holders);
+        assert_eq!(oldest_pin(&probe), Some(txns[3]), "killed holders 2 and 4 still pin");
+        assert_eq!(probe.oldest_pin(txns[5]).expect("probe"), Some(txns[3]));
+        kill(3, &mut holders);
+        assert_eq!(oldest_pin(&probe), Some(txns[5]), "only holder 5 lives");
+        // The last one stops normally and verifies its snapshot after all
+        // the commits made while it was held.
+        std::fs::write(dir.join("stop"), b"").expect("stop flag");
+        assert!(holders[5].1.finish(), "holder 5 failed: {:?}", holders[5].1.lines());
+        assert!(holders[5].1.lines().iter().any(|l| l == "holder done"));
+        assert_eq!(oldest_pin(&probe), None, "no reader lives but a pin remains");
+        drop((holders, probe, store));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    println!(
+        "R10 pins: 2 rounds of {HOLDERS} holder processes, {cycles} SIGKILLed, probed while alive and after each kill"
+    );
+}
+
+/// How long the stress writer commits.
+const STRESS: Duration = Duration::from_secs(6);
+/// Reader threads per stress reader process.
+const STRESS_THREADS: usize = 2;
+
+/// Commits as fast as it can; nothing else pins, so every commit reuses
+/// the pages the one before it freed.
+fn stress_writer(dir: &Path) {
+    let store = Store::open(dir.join("store.bale"), Options { durable: false, ..Options::default() }).expect("open");
+    let mut n = store.get(&key(0)).expect("get").and_then(|v| commit_number(&v)).unwrap_or(0);
+    let start = Instant::now();
+    while start.elapsed() < STRESS {
+        n += 1;
+        write_commit(&store, n, None).expect("commit");
+    }
+    say(&format!("writer done {n}"));
+}
+
+/// Threads take snapshots in a tight loop and verify every value of each.
+fn stress_reader(dir: &Path, id: u64) {
+    let opts = Options { readonly: true, mmap: id.is_multiple_of(2), ..Options::default() };
+    let store = Store::open(dir.join("store.bale"), opts).expect("reader open");
+    let stop = dir.join("stop");
+    let (verified, conflicts) = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..STRESS_THREADS)
+            .map(|_| {
+                s.spawn(|| {
+                    let (mut verified, mut conflicts, mut last) = (0u64, 0u64, 0u64);
+                    while verified == 0 || !stop.exists() {
+                        let r = match store.read() {
+                            Ok(r) => r,
+                            Err(e) if e.kind() == ErrorKind::Conflict => {
+                                conflicts += 1;
+                                continue;
+                            }
+                            Err(e) => panic!("read(): {e}"),
+                        };
+                        match verify_snapshot(&r) {
+                            Ok(n) if n >= last => last = n,
+                            Ok(n) => {
+                                say(&format!("FAIL reader {id}: commit {n} after {last}"));
+                                std::process::exit(1);
+                            }
+                            Err(e) => {
+                                say(&format!("FAIL reader {id}: {e}"));
+                                std::process::exit(1);
+                            }
+                        }
+                        verified += 1;
+                    }
+                    (verified, conflicts)
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().expect("reader thread")).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+    });
+    say(&format!("reader done {verified} {conflicts}"));
+}
+
+/// `Store::read` reads the meta, pins its commit and reads the meta again,
+/// retrying when a commit came in between: otherwise the writer could have
+/// reused the snapshot's pages before the pin. A writer process commits as
+/// fast as it can (every commit freeing the last one's pages for reuse)
+/// while reader processes take snapshots in a tight loop from several
+/// threads and verify every value of each; values carry their commit
+/// number, so a reused page shows as wrong content.
+#[test]
+fn snapshots_taken_during_back_to_back_commits_never_see_reused_pages() {
+    const NAME: &str = "snapshots_taken_during_back_to_back_commits_never_see_reused_pages";
+    const READERS: u64 = 3;
+    if dispatch_role() {
+        return;
+    }
+    let dir = tmp_dir("mp-stress");
+    let path = dir.join("store.bale");
+    let store = Store::open(&path, Options::create()).expect("create");
+    write_commit(&store, 1, None).expect("first commit");
+    let one_commit = file_pages(&store);
+    drop(store);
+    let d = dir.display();
+    let mut readers: Vec<Proc> =
+        (0..READERS).map(|i| Proc::spawn_for(NAME, &format!("stress-reader,{d},{i}"))).collect();
+    let mut writer = Proc::spawn_for(NAME, &format!("stress-writer,{d}"));
+    assert!(writer.finish(), "the writer failed: {:?}", writer.lines());
+    std::fs::write(dir.join("stop"), b"").expect("stop flag");
+    let commits: u64 = writer
+        .lines()
+        .iter()
+        .find_map(|l| l.strip_prefix("writer done "))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("writer summary");
+    let (mut verified, mut conflicts) = (0u64, 0u64);
+    let mut failures = Vec::new();
+    for r in &mut readers {
+        let ok = r.finish();
+        failures.extend(r.failures());
+        assert!(ok || !failures.is_empty(), "a reader died: {:?}", r.lines());
+        if let Some(l) = r.lines().iter().find_map(|l| l.strip_prefix("reader done ")) {
+            let v: Vec<u64> = l.split(' ').filter_map(|x| x.parse().ok()).collect();
+            verified += v[0];
+            conflicts += v[1];
+        }
+    }
+    assert!(failures.is_empty(), "snapshots showed reused pages:\n{}", failures.join("\n"));
+    let store = Store::open(&path, Options::default()).expect("reopen");
+    let pages = file_pages(&store);
+    println!(
+        "R10 snapshot window: {commits} back-to-back commits, {READERS} reader processes x {STRESS_THREADS} threads, {verified} snapshots verified ({conflicts} gave up with Conflict); file {pages} pages (one commit: {one_commit})"
+    );
+    assert!(commits > 50, "only {commits} commits");
+    assert!(verified > 100, "only {verified} snapshots verified");
+    // Without reuse the file would hold every commit's pages.
+    assert!(pages * 4 < commits * one_commit, "pages were not reused: {pages} pages after {commits} commits");
+    let rep = bale::btree::check(&store).expect("check");
+    assert!(rep.is_ok(), "{:?}", rep.problems);
     let _ = std::fs::remove_dir_all(&dir);
 }
