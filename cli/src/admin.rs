@@ -36,6 +36,7 @@ pub fn stat(ctx: &Ctx, path: &Path) -> Result<u8, Failure> {
             "large_pages": s.large_pages,
             "free_pages": s.free_pages,
             "free_list_pages": s.free_list_pages,
+            "meta_slot": s.meta_slot,
             "max_key_len": store.max_key_len(),
         }))?;
         return Ok(exit::OK);
@@ -47,7 +48,7 @@ pub fn stat(ctx: &Ctx, path: &Path) -> Result<u8, Failure> {
     };
     let rows = [
         ("file", format!("{} ({})", path.display(), human_bytes(bytes))),
-        ("commit", format!("txn {}", s.txn)),
+        ("commit", format!("txn {} (meta page {})", s.txn, s.meta_slot)),
         ("entries", grouped(s.entries)),
         ("pages", format!("{} of {} bytes", grouped(s.file_pages), grouped(s.page_size))),
         ("tree depth", s.depth.to_string()),
@@ -89,6 +90,7 @@ pub fn check(ctx: &Ctx, path: &Path) -> Result<u8, Failure> {
             "pages": report.pages,
             "entries": report.entries,
             "free_pages": report.free_pages,
+            "meta_slot": report.meta_slot,
             "problems": problems,
         }))?;
     } else if report.is_ok() {

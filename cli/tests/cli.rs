@@ -394,6 +394,26 @@ fn check_finds_a_corrupt_leaf_and_exits_3() {
 }
 
 #[test]
+fn check_reports_a_damaged_newest_meta_and_exits_3() {
+    let t = Tmp::new();
+    let s = twenty(&t);
+    ok(&["kv", "put", &s, "again", "1"]);
+    let st = json(&["stat", &s, "--json"]);
+    let slot = st["meta_slot"].as_u64().unwrap() as usize;
+    let mut b = std::fs::read(&s).unwrap();
+    b[slot * 4096 + 300] ^= 0x04;
+    std::fs::write(&s, b).unwrap();
+    // The store still opens, at the commit before ...
+    assert_eq!(json(&["stat", &s, "--json"])["meta_slot"].as_u64(), Some(3 - slot as u64));
+    // ... but check says what was lost.
+    let o = run(&["--json", "check", &s]);
+    assert_eq!(code(&o), 3, "{}", String::from_utf8_lossy(&o.stdout));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["problems"][0]["page"].as_u64(), Some(slot as u64));
+    assert!(v["problems"][0]["message"].as_str().unwrap().contains("lost"), "{v}");
+}
+
+#[test]
 fn a_held_writer_lock_exits_4() {
     let t = Tmp::new();
     let s = twenty(&t);

@@ -88,3 +88,25 @@ fn non_durable_crash_loses_at_most_the_last_commit() {
     assert!(images > 2000);
     assert!(lost_last > 0, "the mode never lost a commit, so the test proves nothing about it");
 }
+
+/// Closing a non-durable store makes its last commits durable; a failed
+/// final sync is returned, not swallowed, and poisons the handle.
+#[test]
+fn close_of_non_durable_store_reports_a_failed_sync() {
+    use bale::io::sim::{FaultEffect, FaultOp};
+    let storage = Arc::new(CrashStorage::new(Vec::new()));
+    let opts = Options { durable: false, mmap: false, ..Options::create() };
+    let st = Store::open_storage(storage.clone(), opts.clone()).expect("create");
+    st.put(b"k", b"v").expect("put");
+    // The commit's meta is not durable yet; close makes it so.
+    st.close().expect("close syncs");
+    let reopened = Store::open_storage(Arc::new(MemStorage::from_bytes(storage.durable())), Options::default())
+        .expect("durable image opens");
+    assert_eq!(reopened.get(b"k").expect("get"), Some(b"v".to_vec()), "close left the last commit non-durable");
+
+    st.put(b"k2", b"v2").expect("put");
+    storage.arm(FaultOp::Sync, 1, FaultEffect::Lossy, 7);
+    let err = st.close().expect_err("a failed final sync must be reported");
+    assert_eq!(err.kind(), bale::ErrorKind::Io);
+    assert_eq!(st.write().err().map(|e| e.kind()), Some(bale::ErrorKind::Closed));
+}

@@ -432,6 +432,29 @@ describe('maintenance and lifecycle', () => {
     u.close()
   })
 
+  test('a damaged newest meta is reported by check, and stat names the slot in use', () => {
+    const corpus = path.join(path.dirname(new URL(import.meta.url).pathname), '..', 'corpus', 'tree', 'v1')
+    const file = path.join(corpus, 'newest-meta-fails-field-check.bale')
+    assert.ok(fs.existsSync(file), `missing ${file}`)
+    const t = Tree.open(file, { readonly: true })
+    const c = t.check()
+    assert.equal(c.ok, false)
+    assert.equal(c.problems[0].page, 3 - c.metaSlot)
+    assert.match(c.problems[0].message, /meta slot \d is invalid/)
+    assert.equal(t.stat().metaSlot, c.metaSlot)
+    t.close()
+  })
+
+  test('close of a non-durable store syncs and returns', () => {
+    const t = fresh({ durable: false })
+    t.putSync('k', 'v')
+    assert.equal(t.close(), undefined)
+    assert.equal(t.close(), undefined)
+    const u = Tree.open(t.path, { readonly: true })
+    assert.equal(str(u.get('k')), 'v')
+    u.close()
+  })
+
   test('damage surfaces as coded errors on every read path', async () => {
     const corpus = path.join(path.dirname(new URL(import.meta.url).pathname), '..', 'corpus', 'invalid', 'tree', 'v1')
     const leaf = path.join(corpus, 'leaf-bit-flip.bale')

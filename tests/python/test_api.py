@@ -425,6 +425,33 @@ def test_stat_check_compact(tree):
     assert len(tree) == 1501 and tree[b"00001"] == b"x" * 50
 
 
+def test_damaged_newest_meta_is_reported_not_silent(path, tree):
+    for commit in range(3):
+        tree[b"k"] = b"commit %d" % commit
+    assert tree.stat().meta_slot == 1 + tree.stat().txn % 2
+    newest = 1 + tree.stat().txn % 2
+    tree.close()
+    raw = bytearray(path.read_bytes())
+    raw[newest * 4096 + 200] ^= 0x01  # a bit of the newest meta page
+    path.write_bytes(bytes(raw))
+    with bale.Tree.open(path, readonly=True) as t:
+        assert t[b"k"] == b"commit 1"  # the previous commit, opened without error ...
+        rep = t.check()
+        assert not rep.ok  # ... but never silently
+        page, message = rep.problems[0]
+        assert page == newest and "lost" in message
+        assert rep.meta_slot == t.stat().meta_slot == 3 - newest
+
+
+def test_close_of_non_durable_tree_syncs(path):
+    t = bale.Tree.open(path, create=True, durable=False)
+    t[b"k"] = b"v"
+    assert t.close() is None and t.closed
+    assert t.close() is None  # closing twice is harmless
+    with bale.Tree.open(path, readonly=True) as r:
+        assert r[b"k"] == b"v"
+
+
 def test_check_names_damaged_pages(path, tree):
     tree.update({b"%05d" % i: b"y" * 80 for i in range(2000)})
     tree.close()

@@ -284,6 +284,14 @@ test('stat and check', () => {
   assert.ok(bad.problems.length > 0);
   assert.equal(typeof bad.problems[0].page, 'number');
   assert.match(bad.problems[0].message, /checksum/i);
+  // A damaged newest meta: the store opens at the commit before, and check
+  // says so, naming the slot; stat names the slot in use.
+  const torn = Store.fromBytes(caseBytes('torn-newest-meta'));
+  const tc = torn.check();
+  assert.equal(tc.ok, false);
+  assert.equal(tc.problems[0].page, 3 - tc.metaSlot);
+  assert.match(tc.problems[0].message, /meta slot \d is invalid/);
+  assert.equal(torn.stat().metaSlot, tc.metaSlot);
 });
 
 test('a ~1 GiB store: open + one get read a few pages, not the file', async () => {

@@ -373,6 +373,7 @@ impl Tree {
             large_pages: s.large_pages as f64,
             free_pages: s.free_pages as f64,
             free_list_pages: s.free_list_pages as f64,
+            meta_slot: s.meta_slot as f64,
         })
     }
 
@@ -389,6 +390,7 @@ impl Tree {
             entries: c.entries as f64,
             large_values: c.large_values as f64,
             free_pages: c.free_pages as f64,
+            meta_slot: c.meta_slot as f64,
             problems: c
                 .problems
                 .into_iter()
@@ -413,17 +415,23 @@ impl Tree {
     }
 
     /// Closes the handle: later calls fail with `CLOSED` and writes still
-    /// queued are rejected with it; a commit already running completes.
+    /// queued are rejected with it; a commit already running completes. A
+    /// store opened with `durable: false` syncs here; a failed sync throws.
     #[napi]
     pub fn close(&self, env: Env) -> Result<()> {
         let inner = &self.inner;
         if inner.active.borrow().is_some() {
             return Err(error::to_napi(env.raw(), &error::invalid("cannot close inside a transaction")));
         }
-        inner.store.borrow_mut().take();
+        let store = inner.store.borrow_mut().take();
         inner.snap.borrow_mut().take();
         crate::txn::pump(inner, &env);
-        Ok(())
+        // With durable: false the last commits become durable here; a failed
+        // sync is thrown rather than lost in a destructor.
+        match store {
+            Some(s) => s.close().or_throw(&env),
+            None => Ok(()),
+        }
     }
 }
 
@@ -455,6 +463,8 @@ pub struct Stat {
     pub large_pages: f64,
     pub free_pages: f64,
     pub free_list_pages: f64,
+    /// The meta page (1 or 2) the commit was read from.
+    pub meta_slot: f64,
 }
 
 #[napi(object)]
@@ -472,6 +482,9 @@ pub struct CheckReport {
     pub entries: f64,
     pub large_values: f64,
     pub free_pages: f64,
+    /// The meta page (1 or 2) of the commit checked; a damaged other slot
+    /// is listed in `problems`.
+    pub meta_slot: f64,
     pub problems: Vec<Problem>,
 }
 

@@ -155,13 +155,21 @@ impl Tree {
     }
 
     /// Closes this handle. Snapshots, transactions and iterators already
-    /// taken keep working until they end.
-    fn close(&self) {
+    /// taken keep working until they end. A store opened with
+    /// `durable=False` syncs here, and a failed sync raises.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
         if self.epoch != crate::fork_epoch() {
-            return;
+            return Ok(());
         }
         let s = quick(&self.store).take();
-        drop(s);
+        match s {
+            Some(s) => {
+                let store = s.get()?.clone();
+                drop(s);
+                py.detach(move || store.close()).py(py)
+            }
+            None => Ok(()),
+        }
     }
 
     #[getter]
@@ -174,9 +182,9 @@ impl Tree {
     }
 
     #[pyo3(signature = (*_args))]
-    fn __exit__(&self, _args: &Bound<'_, PyTuple>) -> bool {
-        self.close();
-        false
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
     }
 
     fn __reduce__(&self) -> PyResult<()> {
@@ -514,6 +522,7 @@ getters!(Stat {
     large_pages: u64,
     free_pages: u64,
     free_list_pages: u64,
+    meta_slot: u64,
 }
     /// Every field as a dict.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
@@ -534,6 +543,7 @@ getters!(Stat {
             ("large_pages", s.large_pages),
             ("free_pages", s.free_pages),
             ("free_list_pages", s.free_list_pages),
+            ("meta_slot", s.meta_slot),
         ] {
             d.set_item(k, v)?;
         }
@@ -550,7 +560,7 @@ getters!(Stat {
 #[pyclass(module = "bale", frozen)]
 pub struct CheckReport(bale::btree::CheckReport);
 
-getters!(CheckReport { txn: u64, pages: u64, entries: u64, large_values: u64, free_pages: u64 }
+getters!(CheckReport { txn: u64, pages: u64, entries: u64, large_values: u64, free_pages: u64, meta_slot: u64 }
     #[getter]
     fn ok(&self) -> bool {
         self.0.is_ok()

@@ -83,6 +83,8 @@ export interface StoreStat {
   largePages: number;
   freePages: number;
   freeListPages: number;
+  /** The meta page (1 or 2) the commit was read from. */
+  metaSlot: number;
 }
 
 export interface CheckProblem {
@@ -98,6 +100,8 @@ export interface CheckReport {
   entries: number;
   largeValues: number;
   freePages: number;
+  /** The meta page (1 or 2) of the commit checked; a damaged other slot is a problem. */
+  metaSlot: number;
   problems: CheckProblem[];
 }
 
@@ -338,6 +342,7 @@ impl Store {
         set(&o, "largePages", num(s.large_pages));
         set(&o, "freePages", num(s.free_pages));
         set(&o, "freeListPages", num(s.free_list_pages));
+        set(&o, "metaSlot", num(s.meta_slot));
         Ok(o)
     }
 
@@ -354,6 +359,7 @@ impl Store {
         set(&o, "entries", num(r.entries));
         set(&o, "largeValues", num(r.large_values));
         set(&o, "freePages", num(r.free_pages));
+        set(&o, "metaSlot", num(r.meta_slot));
         let problems: Array = r
             .problems
             .iter()

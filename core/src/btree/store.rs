@@ -422,8 +422,26 @@ impl Store {
     }
 
     /// Makes every commit so far durable (needed only with `durable: false`).
+    /// A failed sync poisons the handle: what it wrote may be lost.
     pub fn sync(&self) -> Result<()> {
-        self.backend().storage.sync()
+        let r = self.backend().storage.sync();
+        if let Err(e) = &r
+            && e.kind() == ErrorKind::Io
+        {
+            self.shared.poisoned.store(true, Ordering::SeqCst);
+        }
+        r
+    }
+
+    /// Closes this handle's use of the store: with `durable: false` the
+    /// last commits become durable here, and a failed sync is returned
+    /// (dropping the last clone syncs too, but cannot report a failure).
+    /// Clones, snapshots and transactions already taken keep working.
+    pub fn close(&self) -> Result<()> {
+        if self.shared.opts.durable || self.shared.opts.readonly {
+            return Ok(());
+        }
+        self.sync()
     }
 
     /// Replaces the storage after a compaction.

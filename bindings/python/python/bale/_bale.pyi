@@ -292,6 +292,9 @@ class Stat:
     def free_pages(self) -> int: ...
     @property
     def free_list_pages(self) -> int: ...
+    @property
+    def meta_slot(self) -> int:
+        """The meta page (1 or 2) the commit was read from."""
     def to_dict(self) -> dict[str, int | float]: ...
 
 @final
@@ -308,6 +311,9 @@ class CheckReport:
     def large_values(self) -> int: ...
     @property
     def free_pages(self) -> int: ...
+    @property
+    def meta_slot(self) -> int:
+        """The meta page (1 or 2) of the commit checked; a damaged other slot is a problem."""
     @property
     def ok(self) -> bool: ...
     @property
