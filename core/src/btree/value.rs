@@ -136,16 +136,25 @@ impl PageSink for Tracked<'_> {
 /// large value; returns its reference. Memory use is a few blocks (and a
 /// list of allocated runs, one run when pages come from the file's end).
 /// On failure every page it took is given back.
-pub fn write_large(sink: &mut dyn PageSink, block_log2: u8, prefix: &[u8], rest: &mut dyn Read) -> Result<LargeRef> {
+/// Also returns every run of pages the value took, so that a caller whose
+/// next step fails can give them back.
+pub fn write_large(
+    sink: &mut dyn PageSink,
+    block_log2: u8,
+    prefix: &[u8],
+    rest: &mut dyn Read,
+) -> Result<(LargeRef, super::freelist::Extents)> {
     let mut t = Tracked { sink, got: super::freelist::Extents::default() };
-    let r = write_blocks(&mut t, block_log2, prefix, rest);
-    if r.is_err() {
-        let runs: Vec<(u64, u64)> = t.got.runs().collect();
-        for (s, n) in runs {
-            t.sink.release(s, n);
+    match write_blocks(&mut t, block_log2, prefix, rest) {
+        Ok(r) => Ok((r, t.got)),
+        Err(e) => {
+            let runs: Vec<(u64, u64)> = t.got.runs().collect();
+            for (s, n) in runs {
+                t.sink.release(s, n);
+            }
+            Err(e)
         }
     }
-    r
 }
 
 fn write_blocks(sink: &mut dyn PageSink, block_log2: u8, prefix: &[u8], rest: &mut dyn Read) -> Result<LargeRef> {

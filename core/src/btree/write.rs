@@ -107,13 +107,31 @@ impl WriteTxn {
         if value.len() as u64 >= super::MAX_VALUE_LEN {
             return Err(Error::new(ErrorKind::TooLarge, "value exceeds 2^48 bytes"));
         }
-        let val = if self.shared.geo.inline_fits(key.len(), value.len()) {
-            Val::Inline(self.bytes.add(value))
-        } else {
-            let log2 = self.shared.block_log2;
-            Val::Large(write_large(self, log2, value, &mut std::io::empty())?)
+        if self.shared.geo.inline_fits(key.len(), value.len()) {
+            let v = Val::Inline(self.bytes.add(value));
+            return self.insert(key, v);
+        }
+        let log2 = self.shared.block_log2;
+        let written = write_large(self, log2, value, &mut std::io::empty())?;
+        self.insert_large(key, written)
+    }
+
+    /// Inserts a large value whose blocks are written; if the insert fails,
+    /// the blocks go back to the free list instead of leaking.
+    fn insert_large(&mut self, key: &[u8], (r, pages): (super::page::LargeRef, Extents)) -> Result<()> {
+        let old = match self.place(key, Val::Large(r)) {
+            Ok(old) => old,
+            Err(e) => {
+                for (s, n) in pages.runs() {
+                    self.free_pages(s, n);
+                }
+                return Err(e);
+            }
         };
-        self.insert(key, val)
+        if let Some(Val::Large(o)) = old {
+            self.free_large(&o)?;
+        }
+        Ok(())
     }
 
     /// Stores everything `reader` yields under `key`, in bounded memory.
@@ -134,9 +152,10 @@ impl WriteTxn {
         let log2 = self.shared.block_log2;
         // A failing reader is the caller's error and leaves the transaction
         // usable; only a failed storage write poisons the handle.
-        let r = write_large(self, log2, &head, reader)?;
-        self.insert(key, Val::Large(r))?;
-        Ok(r.len)
+        let written = write_large(self, log2, &head, reader)?;
+        let len = written.0.len;
+        self.insert_large(key, written)?;
+        Ok(len)
     }
 
     /// Removes `key`; returns whether it was there.
@@ -246,6 +265,14 @@ impl WriteTxn {
     }
 
     fn insert(&mut self, key: &[u8], val: Val) -> Result<()> {
+        if let Some(Val::Large(r)) = self.place(key, val)? {
+            self.free_large(&r)?;
+        }
+        Ok(())
+    }
+
+    /// Puts `val` under `key` in the tree; returns the value it replaced.
+    fn place(&mut self, key: &[u8], val: Val) -> Result<Option<Val>> {
         let (leaf, mut path) = self.descend(key)?;
         let node = &mut self.arena[leaf as usize];
         let old = match search(&node.keys, key, &self.bytes) {
@@ -262,11 +289,8 @@ impl WriteTxn {
             }
         };
         self.changed = true;
-        if let Some(Val::Large(r)) = old {
-            self.free_large(&r)?;
-        }
         self.split_up(leaf, &mut path);
-        Ok(())
+        Ok(old)
     }
 
     /// Splits an overfull node and its ancestors, growing a new root when
