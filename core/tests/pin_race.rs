@@ -37,6 +37,9 @@ fn write_generation(st: &Store, g: u64) {
     for i in 0..KEYS {
         w.put(format!("k{i:03}").as_bytes(), &value(g, i)).expect("put");
     }
+    let mut big = g.to_le_bytes().to_vec();
+    big.resize(70_000, g as u8);
+    w.put(b"big", &big).expect("put big");
     w.commit().expect("commit");
 }
 
@@ -47,6 +50,9 @@ fn verify(r: &bale::ReadTxn) -> Result<u64, String> {
     for e in r.iter() {
         let (k, v) = e.map_err(|e| format!("read failed: {e}"))?;
         let g = u64::from_le_bytes(v.get(..8).ok_or("short value")?.try_into().map_err(|_| "short")?);
+        if k == b"big" {
+            continue;
+        }
         let i: u32 = std::str::from_utf8(&k[1..]).map_err(|_| "key")?.parse().map_err(|_| "key")?;
         if v != value(g, i) || *gen_seen.get_or_insert(g) != g {
             return Err(format!("snapshot {} mixes or damages generations at key {i}", r.txn_id()));
@@ -176,4 +182,71 @@ fn meta_fields_come_from_the_version_that_passed_its_checksum() {
     let _ = std::fs::remove_file(&path);
     eprintln!("meta flips: {writes} page writes, {seen} snapshots");
     assert!(mixed.is_empty(), "snapshots with fields from two meta versions: {mixed:?}");
+}
+
+/// `Store::get` reads the newest commit without a pin while nothing new
+/// was committed. Under a writer that commits back to back (each commit
+/// freeing and reusing pages), every value it returns must be whole and
+/// from one commit, also through a large value and without a memory map.
+#[test]
+fn unpinned_get_never_returns_bytes_of_a_reused_page() {
+    for mmap in [true, false] {
+        let path = tmp(if mmap { "get-map" } else { "get-nomap" });
+        let store = Store::open(&path, Options { mmap, ..Options::create() }).expect("create");
+        write_generation(&store, 1);
+        let writer = Store::open(&path, Options { durable: false, ..Options::default() }).expect("second handle");
+        let stop = Arc::new(AtomicBool::new(false));
+        let gets = Arc::new(AtomicU64::new(0));
+        let mut readers = Vec::new();
+        for t in 0..4u32 {
+            let (store, stop, gets) = (store.clone(), stop.clone(), gets.clone());
+            readers.push(std::thread::spawn(move || -> Result<(), String> {
+                let mut n = 0u32;
+                while !stop.load(Ordering::Relaxed) {
+                    let i = (n * 7 + t) % KEYS;
+                    n += 1;
+                    let v = store
+                        .get(format!("k{i:03}").as_bytes())
+                        .map_err(|e| format!("get: {e}"))?
+                        .ok_or_else(|| format!("k{i:03} missing"))?;
+                    let g = u64::from_le_bytes(v.get(..8).ok_or("short")?.try_into().map_err(|_| "short")?);
+                    if v != value(g, i) {
+                        return Err(format!("k{i:03}: bytes of no commit (generation field {g})"));
+                    }
+                    let big = store.get(b"big").map_err(|e| format!("get big: {e}"))?.ok_or("big missing")?;
+                    let bg = u64::from_le_bytes(big.get(..8).ok_or("short")?.try_into().map_err(|_| "short")?);
+                    if big.len() != 70_000 || big.iter().skip(8).any(|b| *b != bg as u8) {
+                        return Err(format!("big value of no commit (generation field {bg})"));
+                    }
+                    gets.fetch_add(2, Ordering::Relaxed);
+                }
+                Ok(())
+            }));
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+        let mut g = 2u64;
+        while std::time::Instant::now() < deadline {
+            let mut w = writer.write().expect("write");
+            for i in 0..KEYS {
+                w.put(format!("k{i:03}").as_bytes(), &value(g, i)).expect("put");
+            }
+            let mut big = g.to_le_bytes().to_vec();
+            big.resize(70_000, g as u8);
+            w.put(b"big", &big).expect("put big");
+            w.commit().expect("commit");
+            g += 1;
+        }
+        stop.store(true, Ordering::Relaxed);
+        let failures: Vec<String> = readers.into_iter().filter_map(|h| h.join().expect("reader").err()).collect();
+        let pages = std::fs::metadata(&path).expect("stat").len() / 4096;
+        let _ = std::fs::remove_file(&path);
+        eprintln!(
+            "unpinned get (mmap {mmap}): {} gets over {} commits, file {pages} pages",
+            gets.load(Ordering::Relaxed),
+            g - 2
+        );
+        assert!(failures.is_empty(), "{failures:?}");
+        // Pages were reused: the file stays far below one set of pages per commit.
+        assert!(pages < (g - 2) * 10, "pages were not reused ({pages} pages after {} commits)", g - 2);
+    }
 }

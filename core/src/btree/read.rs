@@ -105,16 +105,21 @@ impl ReadTxn {
     }
 }
 
+/// The committed tree a snapshot shows.
+pub(crate) fn snapshot_tree(snap: &Snapshot, block_log2: u8) -> Tree<'_> {
+    let m = snap.meta;
+    Tree {
+        snap,
+        arena: &[],
+        bytes: &super::cursor::NO_BYTES,
+        root: (m.root != 0).then_some(Child::Page(m.root)),
+        block_log2,
+    }
+}
+
 impl ReadOps for ReadTxn {
     fn tree(&self) -> Tree<'_> {
-        let m = self.snap.meta;
-        Tree {
-            snap: &self.snap,
-            arena: &[],
-            bytes: &super::cursor::NO_BYTES,
-            root: (m.root != 0).then_some(Child::Page(m.root)),
-            block_log2: self.shared.block_log2,
-        }
+        snapshot_tree(&self.snap, self.shared.block_log2)
     }
 
     fn len(&self) -> u64 {

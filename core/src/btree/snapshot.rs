@@ -36,15 +36,81 @@ pub struct Snapshot {
     /// Pages whose header names a newer transaction cannot belong to this
     /// snapshot (FORMAT.md, "Common page header and trailer").
     max_txn: u64,
-    /// One bit per page: checksum already verified in this snapshot.
-    verified: Box<[AtomicU64]>,
+    /// One bit per page: checksum already verified. Shared by every
+    /// snapshot of the same commit of one handle (a page such a snapshot
+    /// can reach does not change while the commit is the latest or pinned).
+    verified: PageBits,
+}
+
+/// One bit per page, shared between snapshots of one commit.
+pub type PageBits = Arc<Box<[AtomicU64]>>;
+
+/// A zeroed bitmap for `pages` pages (callers bound `pages` by the file's
+/// size). Zeroed allocation leaves untouched parts to the OS (calloc), so
+/// the cost of a snapshot does not grow with the file.
+pub fn page_bits(pages: u64) -> PageBits {
+    let words = usize::try_from(pages.div_ceil(64)).unwrap_or(0);
+    let Ok(layout) = std::alloc::Layout::array::<AtomicU64>(words) else {
+        return Arc::new(Box::new([]));
+    };
+    if layout.size() == 0 {
+        return Arc::new(Box::new([]));
+    }
+    // SAFETY: the layout has a non-zero size; all-zero bytes are a valid
+    // AtomicU64; the Box takes the allocation with the same layout (an
+    // array of `words` AtomicU64) and frees it with it.
+    let bits = unsafe {
+        let ptr = std::alloc::alloc_zeroed(layout).cast::<AtomicU64>();
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, words))
+    };
+    Arc::new(bits)
 }
 
 impl Snapshot {
     pub fn new(storage: Arc<dyn Storage>, map: Option<Mapping>, meta: Meta, geo: Geometry) -> Snapshot {
-        let words = meta.page_count.div_ceil(64) as usize;
-        let verified = (0..words).map(|_| AtomicU64::new(0)).collect();
+        Snapshot::with_bits(storage, map, meta, geo, page_bits(meta.page_count))
+    }
+
+    /// A snapshot that shares `verified` (from `page_bits`, or from another
+    /// snapshot of the same commit).
+    pub fn with_bits(
+        storage: Arc<dyn Storage>,
+        map: Option<Mapping>,
+        meta: Meta,
+        geo: Geometry,
+        verified: PageBits,
+    ) -> Snapshot {
         Snapshot { storage, map, meta, geo, max_txn: meta.txn, verified }
+    }
+
+    /// Another snapshot of the same commit, sharing the verified pages.
+    pub fn sibling(&self) -> Snapshot {
+        Snapshot::with_bits(self.storage.clone(), self.map.clone(), self.meta, self.geo, self.verified.clone())
+    }
+
+    /// True when `txn` is still the newest commit the meta slots can hold,
+    /// judged from their id fields alone (no checksum): the slot of `txn`
+    /// names `txn` and the other slot names nothing newer. A commit in
+    /// flight or a damaged slot can only make this false.
+    pub fn still_latest(&self, txn: u64) -> Result<bool> {
+        let ps = self.geo.page_size as u64;
+        let mine = super::meta::meta_page(txn);
+        let other = 3 - mine;
+        let field = |page: u64| -> Result<u64> {
+            let off = page * ps + 8;
+            if let Some(b) = self.map.as_ref().and_then(|m| (**m).as_ref().get(off as usize..off as usize + 8)) {
+                return Ok(crate::format::bytes::u64_at(b, 0).unwrap_or(u64::MAX));
+            }
+            let mut b = [0u8; 8];
+            self.storage.read_exact_at(&mut b, off)?;
+            Ok(u64::from_le_bytes(b))
+        };
+        let o = field(other)?;
+        let newer = o > txn && o < super::meta::MAX_TXN && super::meta::meta_page(o) == other;
+        Ok(!newer && field(mine)? == txn)
     }
 
     fn offset(&self, page: u64) -> Result<u64> {

@@ -91,6 +91,14 @@ impl Backend {
     }
 }
 
+/// A commit must lie inside the file (a later meta is read without the
+/// check that open made).
+fn fits_file(storage: &dyn Storage, meta: &Meta, geo: Geometry) -> Result<()> {
+    let need = meta.page_count.saturating_mul(geo.page_size as u64);
+    let len = storage.len()?;
+    if len < need { Err(truncated(len, need)) } else { Ok(()) }
+}
+
 fn truncated(len: u64, need: u64) -> Error {
     Error::corrupt(format!("the file is {len} bytes but its metadata needs {need}; it was truncated"))
 }
@@ -126,6 +134,11 @@ pub(crate) struct Shared {
     /// non-durable commit honestly marked not durable). Only such a meta's
     /// `durable_upto` is trusted (FORMAT.md, "Commit").
     pub own_meta: Mutex<Option<u64>>,
+    /// An unpinned snapshot of the newest commit this handle saw, with the
+    /// pages it verified: reused while that commit stays the newest
+    /// (`Snapshot::still_latest`), so a snapshot costs no meta decode and
+    /// no re-verification, and `get` no pin at all.
+    pub latest: Mutex<Option<Arc<Snapshot>>>,
     pub path: Option<PathBuf>,
 }
 
@@ -253,6 +266,7 @@ impl Store {
                 poisoned: AtomicBool::new(false),
                 free_cache: Mutex::new(None),
                 own_meta: Mutex::new(created),
+                latest: Mutex::new(None),
                 path,
             }),
         })
@@ -286,36 +300,65 @@ impl Store {
         self.shared.backend.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// True when `snap`'s commit is still the newest. The id fields settle
+    /// it in the common case; when they hint at a newer commit (one being
+    /// written, or a damaged slot that will never validate), both slots
+    /// are verified and decoded.
+    fn is_latest(&self, snap: &Snapshot) -> Result<bool> {
+        if snap.still_latest(snap.meta.txn)? {
+            return Ok(true);
+        }
+        Ok(latest_meta(&*snap.storage, snap.map.as_ref(), self.shared.geo)?.txn == snap.meta.txn)
+    }
+
+    /// The cached snapshot of the newest commit, if it still is the newest.
+    fn cached_latest(&self, be: &Arc<Backend>) -> Result<Option<Arc<Snapshot>>> {
+        let cached = self.shared.latest.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        match cached {
+            Some(s) if Arc::ptr_eq(&s.storage, &be.storage) && self.is_latest(&s)? => Ok(Some(s)),
+            _ => Ok(None),
+        }
+    }
+
+    /// Reads and verifies the meta slots, and caches a snapshot of the
+    /// newest commit (unpinned; callers pin or validate).
+    fn fresh_latest(&self, be: &Arc<Backend>) -> Result<Arc<Snapshot>> {
+        let geo = self.shared.geo;
+        let probe_map = be.map_for(FIRST_DATA_PAGE, geo.page_size)?;
+        let meta = latest_meta(&*be.storage, probe_map.as_ref(), geo)?;
+        fits_file(&*be.storage, &meta, geo)?;
+        let map = be.map_for(meta.page_count, geo.page_size)?;
+        let snap = Arc::new(Snapshot::new(be.storage.clone(), map, meta, geo));
+        *self.shared.latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(snap.clone());
+        Ok(snap)
+    }
+
     /// Starts a read transaction on the latest commit.
     pub fn read(&self) -> Result<ReadTxn> {
         let be = self.backend();
-        let geo = self.shared.geo;
         let mut tries = 0;
-        let meta = loop {
-            let probe_map = be.map_for(FIRST_DATA_PAGE, geo.page_size)?;
-            let meta = latest_meta(&*be.storage, probe_map.as_ref(), geo)?;
-            be.storage.pin(meta.txn)?;
+        loop {
+            let base = match self.cached_latest(&be)? {
+                Some(s) => s,
+                None => self.fresh_latest(&be)?,
+            };
+            let txn = base.meta.txn;
+            be.storage.pin(txn)?;
             // A commit between reading the meta and pinning it could have
-            // let the writer reuse pages of this snapshot: re-check.
-            let again = latest_meta(&*be.storage, probe_map.as_ref(), geo)?;
-            if again.txn == meta.txn {
-                break meta;
+            // let a writer reuse pages of this snapshot: check again.
+            match self.is_latest(&base) {
+                Ok(true) => return Ok(ReadTxn::new(self.shared.clone(), base.sibling())),
+                Ok(false) => be.storage.unpin(txn),
+                Err(e) => {
+                    be.storage.unpin(txn);
+                    return Err(e);
+                }
             }
-            be.storage.unpin(meta.txn);
             tries += 1;
             if tries > 1000 {
                 return Err(Error::new(ErrorKind::Conflict, "commits are too frequent to take a snapshot; retry"));
             }
-        };
-        let map = match be.map_for(meta.page_count, geo.page_size) {
-            Ok(m) => m,
-            Err(e) => {
-                be.storage.unpin(meta.txn);
-                return Err(e);
-            }
-        };
-        let snap = Snapshot::new(be.storage.clone(), map, meta, geo);
-        Ok(ReadTxn::new(self.shared.clone(), snap))
+        }
     }
 
     /// Starts the write transaction. Fails with `LOCKED` while another
@@ -367,6 +410,7 @@ impl Store {
             meta.durable_upto = meta.txn;
             *self.shared.own_meta.lock().unwrap_or_else(|e| e.into_inner()) = Some(meta.txn);
         }
+        fits_file(&*be.storage, &meta, geo)?;
         let map = be.map_for(meta.page_count, geo.page_size)?;
         let snap = Snapshot::new(be.storage.clone(), map, meta, geo);
         let cached = {
@@ -392,8 +436,21 @@ impl Store {
 
     // Conveniences, each its own transaction.
 
-    /// The value of `key`, read whole.
+    /// The value of `key`, read whole. Reads the newest commit without
+    /// pinning it when nothing was committed since this handle last looked:
+    /// the value is copied, then the commit is checked to still be the
+    /// newest (so none of its pages can have been reused); otherwise the
+    /// read is done again under a pinned snapshot.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let be = self.backend();
+        if let Some(snap) = self.cached_latest(&be)? {
+            let got = super::read::snapshot_tree(&snap, self.shared.block_log2)
+                .get(key)
+                .and_then(|v| v.map(|v| v.to_vec()).transpose());
+            if self.is_latest(&snap)? {
+                return got;
+            }
+        }
         let r = self.read()?;
         r.get(key)?.map(|v| v.to_vec()).transpose()
     }
@@ -451,6 +508,7 @@ impl Store {
         *self.shared.backend.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(be);
         *self.shared.free_cache.lock().unwrap_or_else(|e| e.into_inner()) = None;
         *self.shared.own_meta.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *self.shared.latest.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 }
 
