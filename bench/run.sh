@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # Peer benchmark: bale against LMDB (heed), redb and SQLite (rusqlite) on
-# W1-W3, then a large value streamed in and out of bale. Prints a markdown
-# summary; the raw JSON lines are kept in $OUT.
+# W1-W3, then a large value streamed in and out of bale, then per-call reads
+# (bench/percall.sh rust). Prints a markdown summary; the raw JSON lines are
+# kept in $OUT.
+#
+#   bench/run.sh                 all of the above
+#   bench/run.sh percall [HOST]  only the per-call reads (bench/percall.sh):
+#                                every host (rust, python, node) or the ones
+#                                named; same as ONLY=percall bench/run.sh
 #
 # Settings (environment):
+#   ONLY=percall      run only the per-call reads (all hosts)
+#   PERCALL=0         skip the per-call reads in a full run
 #   RUNS=3            runs per engine (one process per run, interleaved)
 #   ENGINES="bale heed redb rusqlite"
 #   BIG_GIB=4         size of the large value in GiB (0 skips that run)
@@ -14,6 +22,13 @@
 #   OUT=$WORK/results-<time>.jsonl
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [[ ${1:-} == percall ]]; then
+    shift
+    exec bench/percall.sh "$@"
+elif [[ ${ONLY:-} == percall ]]; then
+    exec bench/percall.sh "$@"
+fi
 
 RUNS=${RUNS:-3}
 ENGINES=${ENGINES:-"bale heed redb rusqlite"}
@@ -64,3 +79,8 @@ fi
 echo "== raw results: $OUT" >&2
 echo
 "$PY" bench/summarize.py "$OUT"
+
+if [[ ${PERCALL:-1} != 0 ]]; then
+    echo
+    bench/percall.sh rust
+fi

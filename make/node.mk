@@ -18,6 +18,8 @@ test-node: node-build
 	cd $(NODE_PKG) && npx --no-install tsc --noEmit -p tsconfig.json
 	node --test tests/node/*.test.mjs
 
-# W1-W3 against lmdb-js and better-sqlite3 (not part of make test).
+# W1-W3 against lmdb-js and better-sqlite3, then per-call reads against
+# lmdb-js (bench/percall.sh node) (not part of make test).
 bench-node: node-build
 	./bench/node/run.sh
+	./bench/percall.sh node

@@ -5,7 +5,8 @@
 #                      comes through pip's build isolation; cargo reuses
 #                      target/release), run tests/python with pytest, then
 #                      check the .pyi stubs against the built module
-#   make bench-python  W1-W3 for bale, py-lmdb and sqlite3 (installs lmdb)
+#   make bench-python  W1-W3 for bale, py-lmdb and sqlite3 (installs lmdb),
+#                      then per-call reads against py-lmdb (bench/percall.sh)
 #
 # Nothing is skipped: a missing corpus fails, and so does a pytest run that
 # collects no tests (exit status 5 is non-zero like any other failure).
@@ -43,3 +44,4 @@ test-python: python-install $(PY_VENV)/.test-deps
 bench-python: python-install
 	@$(PY) -c 'import lmdb' 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check lmdb
 	$(PY) bench/python/kv_bench.py --runs $${RUNS:-3}
+	PYTHON=$(PY) ./bench/percall.sh python

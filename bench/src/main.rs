@@ -3,6 +3,8 @@
 //! usage:
 //!   bale-bench kv <engine> DATA WORK     engine: bale | heed | redb | rusqlite | rusqlite-tuned
 //!   bale-bench bigvalue WORK [--gib N] [--no-mmap]
+//!   bale-bench percall-build DATA WORK [--gib N]
+//!   bale-bench percall <engine> DATA STORE [--passes P]   engine: bale | bale-get | heed | redb
 //!
 //! `kv` runs the W1-W3 workloads of the peer contract on the data that
 //! `gen_data.py` writes (kv.bin: N x (16 B key + 100 B value); order.bin:
@@ -347,6 +349,295 @@ fn kv(engine: &str, data: &Path, work: &Path) {
     let _ = fs::remove_dir_all(work);
 }
 
+// ---------------------------------------------------------------------------
+// Per-call reads: a fresh snapshot (read transaction) for every get.
+//
+// `percall-build` makes, once, the stores every host's per-call benchmark
+// reads (bench/python/percall_bench.py and bench/node/percall_bench.mjs open
+// the same files):
+//
+//   WORK/small/kv.bale, WORK/small/lmdb/, WORK/small/redb.db
+//       the N records of DATA/kv.bin (16 B keys, 100 B values)
+//   WORK/large/kv.bale, WORK/large/lmdb/
+//       the same N records plus one value of N GiB of incompressible
+//       pseudo-random bytes under the key `~large`, streamed in (bale:
+//       `put_stream`; LMDB: `put_reserved` into a write map), so the file
+//       has a very large page count while the keys read stay the same
+//
+// and writes WORK/stores.jsonl (one line per store: bytes and page count).
+// A stamp file makes reruns reuse the stores while N, the size and the bale
+// format version stay the same.
+//
+// `percall` then, in one process: opens STORE, reads all N keys once in
+// order.bin order (warm-up: page cache and code), then times P passes of the
+// same N gets, each get in its own snapshot that is dropped right after, and
+// prints one JSON line with every pass's time.
+// ---------------------------------------------------------------------------
+
+const LARGE_KEY: &[u8] = b"~large";
+
+fn percall_stamp(n: usize, gib: f64) -> String {
+    format!("n={n} gib={gib} bale_format={} lmdb=unnamed-main-db\n", bale::btree::FORMAT_VERSION)
+}
+
+fn heed_env(path: &Path, map_size: usize, write_map: bool) -> heed::Env {
+    use heed::{EnvFlags, EnvOpenOptions};
+    fs::create_dir_all(path).unwrap();
+    let mut o = EnvOpenOptions::new();
+    o.map_size(map_size).max_readers(126);
+    if write_map {
+        // SAFETY: only this process opens the environment while it is built.
+        unsafe { o.flags(EnvFlags::WRITE_MAP) };
+    }
+    // SAFETY: the environment is opened once per process.
+    unsafe { o.open(path).unwrap() }
+}
+
+/// Map size for an LMDB environment holding `data` bytes: room to spare.
+fn lmdb_map_size(data: u64) -> usize {
+    (data + (1 << 30)).next_multiple_of(1 << 30) as usize
+}
+
+fn build_bale(d: &Data, path: &Path, large: u64) {
+    use bale::{Options, Store};
+    let _ = fs::remove_file(path);
+    let store = Store::open(path, Options::create()).unwrap();
+    let mut w = store.write().unwrap();
+    for i in 0..d.n {
+        w.put(d.key(i), d.val(i)).unwrap();
+    }
+    if large > 0 {
+        let mut src = GenReader::incompressible(large, 0x1a7e_5eed);
+        assert_eq!(w.put_stream(LARGE_KEY, &mut src).unwrap(), large);
+    }
+    w.commit().unwrap();
+}
+
+fn build_heed(d: &Data, path: &Path, large: u64) {
+    use heed::Database;
+    use heed::types::Bytes;
+    use std::io::Write;
+    let _ = fs::remove_dir_all(path);
+    // A write map, so the large value goes straight into the file instead
+    // of into LMDB's in-memory dirty pages.
+    let env = heed_env(path, lmdb_map_size(large + (d.n * RL * 3) as u64), large > 0);
+    let wtxn = env.write_txn().unwrap();
+    let db: Database<Bytes, Bytes> = env
+        .create_databases_and_commit(wtxn, |wdo, wtxn| {
+            let db: Database<Bytes, Bytes> = wdo.create_database(wtxn, None)?;
+            heed::Result::Ok(heed::CommitOrAbort::<_, ()>::Commit(db))
+        })
+        .unwrap()
+        .unwrap_commit();
+    let mut wtxn = env.write_txn().unwrap();
+    for i in 0..d.n {
+        db.put(&mut wtxn, d.key(i), d.val(i)).unwrap();
+    }
+    // LMDB caps a value at 4 GiB - 1: the large content goes in as 1 GiB
+    // values `~large/000`, `~large/001`, ... (one generated stream).
+    let mut src = GenReader::incompressible(large, 0x1a7e_5eed);
+    let mut buf = vec![0u8; 1 << 20];
+    let mut left = large;
+    let mut part = 0;
+    while left > 0 {
+        let len = left.min(1 << 30);
+        let key = format!("~large/{part:03}");
+        db.put_reserved(&mut wtxn, key.as_bytes(), len as usize, |space| {
+            let mut todo = len as usize;
+            while todo > 0 {
+                let k = src.read(&mut buf[..todo.min(1 << 20)])?;
+                space.write_all(&buf[..k])?;
+                todo -= k;
+            }
+            Ok(())
+        })
+        .unwrap();
+        left -= len;
+        part += 1;
+    }
+    wtxn.commit().unwrap();
+    env.prepare_for_closing().wait();
+}
+
+fn build_redb(d: &Data, path: &Path) {
+    let _ = fs::remove_file(path);
+    let db = redb::Database::create(path).unwrap();
+    let txn = db.begin_write().unwrap();
+    {
+        let mut tb = txn.open_table(RTABLE).unwrap();
+        for i in 0..d.n {
+            tb.insert(d.key(i), d.val(i)).unwrap();
+        }
+    }
+    txn.commit().unwrap();
+}
+
+fn bale_pages(path: &Path) -> u64 {
+    let store = bale::Store::open(path, bale::Options { readonly: true, ..bale::Options::default() }).unwrap();
+    bale::btree::stat(&store).unwrap().file_pages
+}
+
+fn percall_build(data: &Path, work: &Path, gib: f64) {
+    let d = Data::load(data);
+    let large = (gib * (1u64 << 30) as f64) as u64;
+    let stamp = percall_stamp(d.n, gib);
+    for s in ["small", "large"] {
+        fs::create_dir_all(work.join(s)).unwrap();
+    }
+    // Each store file has a stamp next to it: a rerun rebuilds only what is
+    // missing or was built with other settings.
+    let fresh = |p: &Path| {
+        let sp = PathBuf::from(format!("{}.stamp", p.display()));
+        p.exists() && fs::read_to_string(&sp).ok().as_deref() == Some(stamp.as_str())
+    };
+    let stamp_it = |p: &Path| fs::write(format!("{}.stamp", p.display()), &stamp).unwrap();
+    let list = work.join("stores.jsonl");
+    let mut lines = String::new();
+    let mut note = |store: &str, engine: &str, p: &Path, secs: f64, pages: Option<u64>| {
+        let (app, alloc) = dir_size(p);
+        let pages = pages.map(|n| format!(",\"file_pages\":{n}")).unwrap_or_default();
+        let l = format!(
+            "{{\"bench\":\"percall-store\",\"store\":\"{store}\",\"engine\":\"{engine}\",\"n\":{},\"large_value_bytes\":{},\"file_bytes\":{app},\"file_alloc_bytes\":{alloc}{pages},\"build_s\":{secs:.1}}}\n",
+            d.n,
+            if store == "large" { large } else { 0 },
+        );
+        eprint!("{l}");
+        lines.push_str(&l);
+    };
+    for (store, big) in [("small", 0), ("large", large)] {
+        let dir = work.join(store);
+        let p = dir.join("kv.bale");
+        let t = Instant::now();
+        if !fresh(&p) {
+            eprintln!("== building {}", p.display());
+            build_bale(&d, &p, big);
+            stamp_it(&p);
+        }
+        let s = secs(t);
+        note(store, "bale", &p, s, Some(bale_pages(&p)));
+        let p = dir.join("lmdb");
+        let t = Instant::now();
+        if !fresh(&p) {
+            eprintln!("== building {}", p.display());
+            build_heed(&d, &p, big);
+            stamp_it(&p);
+        }
+        let s = secs(t);
+        // LMDB's page count: its last used page + 1 (the data file itself
+        // is as long as the map size when built with a write map).
+        let pages = {
+            let env = heed_env(&p, 0, false);
+            let n = env.info().last_page_number as u64 + 1;
+            env.prepare_for_closing().wait();
+            n
+        };
+        note(store, "lmdb", &p, s, Some(pages));
+        if big == 0 {
+            let p = dir.join("redb.db");
+            let t = Instant::now();
+            if !fresh(&p) {
+                eprintln!("== building {}", p.display());
+                build_redb(&d, &p);
+                stamp_it(&p);
+            }
+            let s = secs(t);
+            note(store, "redb", &p, s, None);
+        }
+    }
+    fs::write(&list, &lines).unwrap();
+    print!("{lines}");
+}
+
+fn percall(engine: &str, data: &Path, store: &Path, passes: usize) {
+    let d = Data::load(data);
+    let keys: Vec<&[u8]> = d.order.iter().map(|&i| d.key(i as usize)).collect();
+    // One pass of N per-call gets; returns (seconds, checksum).
+    let mut pass: Box<dyn FnMut() -> (f64, u64)> = match engine {
+        "bale" | "bale-get" => {
+            use bale::{Options, ReadOps, Store};
+            let s = Store::open(store.join("kv.bale"), Options { readonly: true, ..Options::default() }).unwrap();
+            let copy = engine == "bale-get";
+            let keys = keys.clone();
+            Box::new(move || {
+                let t = Instant::now();
+                let mut cs = 0u64;
+                if copy {
+                    // The convenience: its own snapshot, the value copied out.
+                    for k in &keys {
+                        let v = s.get(k).unwrap().unwrap();
+                        cs = touch(cs, &v);
+                    }
+                } else {
+                    for k in &keys {
+                        let r = s.read().unwrap();
+                        let v = r.get(k).unwrap().unwrap();
+                        cs = touch(cs, v.as_inline().unwrap());
+                    }
+                }
+                (secs(t), cs)
+            })
+        }
+        "heed" => {
+            use heed::Database;
+            use heed::types::Bytes;
+            let env = heed_env(&store.join("lmdb"), 0, false);
+            let rtxn = env.read_txn().unwrap();
+            let db: Database<Bytes, Bytes> = env
+                .open_databases_and_commit(rtxn, |dbo, rtxn| {
+                    let db: Option<Database<Bytes, Bytes>> = dbo.open_database(rtxn, None)?;
+                    heed::Result::Ok(heed::CommitOrAbort::<_, ()>::Commit(db.unwrap()))
+                })
+                .unwrap()
+                .unwrap_commit();
+            let keys = keys.clone();
+            Box::new(move || {
+                let t = Instant::now();
+                let mut cs = 0u64;
+                for k in &keys {
+                    let r = env.read_txn().unwrap();
+                    let v = db.get(&r, k).unwrap().unwrap();
+                    cs = touch(cs, v);
+                }
+                (secs(t), cs)
+            })
+        }
+        "redb" => {
+            use redb::ReadableDatabase;
+            let db = redb::Database::open(store.join("redb.db")).unwrap();
+            let keys = keys.clone();
+            Box::new(move || {
+                let t = Instant::now();
+                let mut cs = 0u64;
+                for k in &keys {
+                    let r = db.begin_read().unwrap();
+                    let tb = r.open_table(RTABLE).unwrap();
+                    let g = tb.get(*k).unwrap().unwrap();
+                    cs = touch(cs, g.value());
+                }
+                (secs(t), cs)
+            })
+        }
+        _ => die(&format!("unknown percall engine {engine:?} (bale, bale-get, heed, redb)")),
+    };
+    let (_, want) = pass(); // warm-up
+    let mut times = Vec::new();
+    for _ in 0..passes {
+        let (s, cs) = pass();
+        assert_eq!(cs, want, "checksum changed between passes");
+        times.push(s);
+    }
+    let best = times.iter().cloned().fold(f64::INFINITY, f64::min);
+    let list: Vec<String> = times.iter().map(|t| format!("{t:.6}")).collect();
+    let name = store.file_name().and_then(|s| s.to_str()).unwrap_or("?");
+    println!(
+        "{{\"bench\":\"percall\",\"host\":\"rust\",\"engine\":\"{engine}\",\"store\":\"{name}\",\"n\":{},\"passes_s\":[{}],\"best_ops_per_s\":{:.0},\"checksum\":{want},\"peak_rss_kb\":{}}}",
+        keys.len(),
+        list.join(","),
+        keys.len() as f64 / best,
+        status_kb("VmHWM")
+    );
+}
+
 /// A fast deterministic generator of test content, yielded through `Read`.
 ///
 /// The stream is cut into 1 MiB segments that alternate between
@@ -355,6 +646,7 @@ fn kv(engine: &str, data: &Path, work: &Path) {
 /// rest fresh PRNG output (lz4 shrinks such a segment to roughly 30-40 %).
 /// So about half the stream compresses and half does not.
 struct GenReader {
+    incompressible: bool,
     remaining: u64,
     pos: u64,
     rng: u64,
@@ -366,7 +658,12 @@ const SEG: usize = 1 << 20;
 
 impl GenReader {
     fn new(len: u64, seed: u64) -> GenReader {
-        GenReader { remaining: len, pos: 0, rng: seed, seg: vec![0; SEG], seg_at: SEG }
+        GenReader { incompressible: false, remaining: len, pos: 0, rng: seed, seg: vec![0; SEG], seg_at: SEG }
+    }
+
+    /// Every byte from the PRNG: nothing for lz4 to shrink.
+    fn incompressible(len: u64, seed: u64) -> GenReader {
+        GenReader { incompressible: true, ..GenReader::new(len, seed) }
     }
 
     /// wyrand: one multiply per 8 output bytes.
@@ -378,7 +675,7 @@ impl GenReader {
     }
 
     fn fill_segment(&mut self) {
-        let compressible = (self.pos / SEG as u64) % 2 == 1;
+        let compressible = !self.incompressible && (self.pos / SEG as u64) % 2 == 1;
         let mut seg = std::mem::take(&mut self.seg);
         if !compressible {
             for c in seg.chunks_exact_mut(8) {
@@ -540,7 +837,7 @@ fn bigvalue(work: &Path, gib: f64, mmap: bool) {
 
 fn usage() -> ! {
     die(
-        "usage: bale-bench kv <bale|heed|redb|rusqlite|rusqlite-tuned> DATA WORK\n       bale-bench bigvalue WORK [--gib N] [--no-mmap]",
+        "usage: bale-bench kv <bale|heed|redb|rusqlite|rusqlite-tuned> DATA WORK\n       bale-bench bigvalue WORK [--gib N] [--no-mmap]\n       bale-bench percall-build DATA WORK [--gib N]\n       bale-bench percall <bale|bale-get|heed|redb> DATA STORE [--passes P]",
     )
 }
 
@@ -567,6 +864,16 @@ fn main() {
                 }
             }
             bigvalue(&work, gib, mmap);
+        }
+        Some("percall-build") if a.len() == 3 || (a.len() == 5 && a[3] == "--gib") => {
+            let gib =
+                a.get(4).map_or(Some(8.0), |s| s.parse().ok()).filter(|g: &f64| *g >= 0.0).unwrap_or_else(|| usage());
+            percall_build(Path::new(&a[1]), Path::new(&a[2]), gib)
+        }
+        Some("percall") if a.len() == 4 || (a.len() == 6 && a[4] == "--passes") => {
+            let passes =
+                a.get(5).map_or(Some(3), |s| s.parse().ok()).filter(|p: &usize| *p > 0).unwrap_or_else(|| usage());
+            percall(&a[1], Path::new(&a[2]), Path::new(&a[3]), passes)
         }
         _ => usage(),
     }
