@@ -728,7 +728,9 @@ fn garbage_over_whole_pages() {
 // decoders behind the checksums see the damage.
 
 const HOSTILE_PAGE_CASES: u64 = 400;
-const HOSTILE_META_CASES: u64 = 120;
+/// Bytes of the common page header (kind, level, count, zero, txn).
+const PAGE_HDR_LEN: usize = 16;
+const HOSTILE_META_CASES: u64 = 240;
 
 fn hostile(label: String, offset: usize, patch: Vec<u8>) -> Case {
     Case { label, damage: Damage::Patch(offset, patch), expect: Expect::Hostile }
@@ -793,7 +795,10 @@ fn hostile_cases(fx: &Fixture) -> Vec<Case> {
     for i in 0..HOSTILE_META_CASES {
         let mut m = base;
         let v = extreme_u64(&mut rng, fx, base.root);
-        let field = match rng.below(6) {
+        // Some cases also damage a tree, index or free-list page (resealed),
+        // so the meta and a page lie together.
+        let mut page_patch = None;
+        let field = match rng.below(9) {
             0 => {
                 m.root = if rng.below(2) == 0 { 3 + rng.below(fx.meta_pages - 3) } else { v };
                 "root"
@@ -814,12 +819,50 @@ fn hostile_cases(fx: &Fixture) -> Vec<Case> {
                 m.free_head = if rng.below(2) == 0 { 3 + rng.below(fx.meta_pages - 3) } else { v };
                 "free_head"
             }
-            _ => {
+            5 => {
                 m.free_pages = v;
                 "free_pages"
             }
+            6 => {
+                // Ids at and past the bounds, in either slot's parity.
+                let t = [u64::MAX, u64::MAX - 1, 1 << 62, (1 << 62) - 1, (1 << 62) + 1, base.txn + 2, v];
+                m.txn = t[rng.below(t.len() as u64) as usize];
+                m.durable_upto = if rng.below(2) == 0 { m.txn } else { base.durable_upto };
+                "txn"
+            }
+            7 => {
+                m.durable_upto = [v, base.txn + 1, u64::MAX, 0][rng.below(4) as usize];
+                "durable_upto"
+            }
+            _ => {
+                m.free_pages = if rng.below(2) == 0 { v } else { base.free_pages };
+                m.page_count = if rng.below(2) == 0 { base.page_count } else { v };
+                let p = sealed[rng.below(sealed.len() as u64) as usize];
+                let mut page = fx.bytes[p as usize * PS..(p as usize + 1) * PS].to_vec();
+                let at = PAGE_HDR_LEN + rng.below((PS - TRAILER - PAGE_HDR_LEN - 8) as u64) as usize;
+                page[at..at + 8].copy_from_slice(&extreme_u64(&mut rng, fx, p).to_le_bytes());
+                if rng.below(3) == 0 {
+                    // The page claims a transaction newer than the meta's.
+                    page[8..16].copy_from_slice(&(base.txn + 1 + rng.below(3)).to_le_bytes());
+                }
+                seal(&mut page, p);
+                page_patch = Some((p as usize, page));
+                "a page with the meta"
+            }
         };
-        cases.push(hostile(format!("meta case {i}: {field} = {m:?}"), slot * PS, m.encode(PS)));
+        let meta = m.encode(PS);
+        match page_patch {
+            None => cases.push(hostile(format!("meta case {i}: {field} = {m:?}"), slot * PS, meta)),
+            Some((p, page)) => {
+                // One patch from the lower of the two pages to the end of
+                // the higher, the bytes between them unchanged.
+                let (lo, hi) = (slot.min(p), slot.max(p));
+                let mut patch = fx.bytes[lo * PS..(hi + 1) * PS].to_vec();
+                patch[(slot - lo) * PS..(slot - lo + 1) * PS].copy_from_slice(&meta);
+                patch[(p - lo) * PS..(p - lo + 1) * PS].copy_from_slice(&page);
+                cases.push(hostile(format!("meta case {i}: {field} (page {p}) = {m:?}"), lo * PS, patch));
+            }
+        }
     }
     cases
 }

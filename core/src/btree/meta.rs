@@ -85,7 +85,9 @@ impl Meta {
         if (m.root == 0) != (m.depth == 0) || (m.root != 0 && !in_file(m.root)) {
             return bad("root page out of range");
         }
-        if m.depth as usize > super::page::MAX_DEPTH || (m.root == 0 && m.entries != 0) {
+        // A leaf cell takes at least 7 bytes (header and slot).
+        let most_entries = m.page_count.saturating_mul(p.len() as u64 / 7);
+        if m.depth as usize > super::page::MAX_DEPTH || (m.root == 0 && m.entries != 0) || m.entries > most_entries {
             return bad("impossible depth or entry count");
         }
         if m.durable_upto > m.txn {

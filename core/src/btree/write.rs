@@ -172,7 +172,7 @@ impl WriteTxn {
         let v = node.vals.remove(i);
         node.size -= leaf_cell_size(k.len(), &v);
         let empty = node.keys.is_empty();
-        self.entries -= 1;
+        self.entries = self.entries.saturating_sub(1);
         self.changed = true;
         if let Val::Large(r) = v {
             self.free_large(&r)?;
@@ -281,10 +281,13 @@ impl WriteTxn {
                 Some(std::mem::replace(&mut node.vals[i], val))
             }
             Err(i) => {
+                // The count comes from the file: a hostile one must not wrap.
+                self.entries =
+                    self.entries.checked_add(1).ok_or_else(|| Error::corrupt("meta entry count overflows"))?;
+                let node = &mut self.arena[leaf as usize];
                 node.size += leaf_cell_size(key.len(), &val);
                 node.keys.insert(i, self.bytes.key(key));
                 node.vals.insert(i, val);
-                self.entries += 1;
                 None
             }
         };
