@@ -74,6 +74,9 @@ pub struct Inner {
     pub format_version: u16,
     /// The snapshot reads use until the end of this event-loop turn.
     pub snap: RefCell<Option<Arc<ReadTxn>>>,
+    /// A release of `snap` at the end of this turn is scheduled already
+    /// (one per turn, however often `refresh` drops the snapshot).
+    pub snap_release: Cell<bool>,
     /// The write transaction of a running transaction callback.
     pub active: RefCell<Option<Rc<Active>>>,
     pub queue: RefCell<VecDeque<Job>>,
@@ -104,14 +107,19 @@ impl Inner {
         }
         let txn = Arc::new(self.store().and_then(|s| s.read()).or_throw(env)?);
         *self.snap.borrow_mut() = Some(txn.clone());
-        let weak = self.weak.clone();
-        let drop_snap = move |_: &Env| {
-            if let Some(i) = weak.upgrade() {
-                i.snap.borrow_mut().take();
+        if !self.snap_release.replace(true) {
+            let weak = self.weak.clone();
+            let drop_snap = move |_: &Env| {
+                if let Some(i) = weak.upgrade() {
+                    i.snap.borrow_mut().take();
+                    i.snap_release.set(false);
+                }
+            };
+            if js::schedule(env, c"setImmediate", drop_snap.clone()).is_err()
+                && js::schedule(env, c"queueMicrotask", drop_snap).is_err()
+            {
+                self.snap_release.set(false);
             }
-        };
-        if js::schedule(env, c"setImmediate", drop_snap.clone()).is_err() {
-            let _ = js::schedule(env, c"queueMicrotask", drop_snap);
         }
         f(&txn)
     }
@@ -199,6 +207,7 @@ impl Tree {
             format_version: store.format_version(),
             store: RefCell::new(Some(store)),
             snap: RefCell::new(None),
+            snap_release: Cell::new(false),
             active: RefCell::new(None),
             queue: RefCell::new(VecDeque::new()),
             in_flight: Cell::new(false),
