@@ -3,50 +3,13 @@
 //! must go back to the free list, so that a caller who commits anyway
 //! leaves no page that is neither in use nor free.
 
+mod support;
+
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-use bale::io::{MemStorage, Storage};
+use bale::io::MemStorage;
 use bale::{ErrorKind, Options, Store};
-
-/// Memory storage whose next read fails once, when armed.
-struct FailNextRead {
-    inner: MemStorage,
-    armed: AtomicBool,
-}
-
-impl Storage for FailNextRead {
-    fn len(&self) -> bale::Result<u64> {
-        self.inner.len()
-    }
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> bale::Result<()> {
-        if self.armed.swap(false, Ordering::SeqCst) {
-            return Err(bale::Error::from(std::io::Error::other("injected read fault")));
-        }
-        self.inner.read_exact_at(buf, offset)
-    }
-    fn write_all_at(&self, data: &[u8], offset: u64) -> bale::Result<()> {
-        self.inner.write_all_at(data, offset)
-    }
-    fn sync(&self) -> bale::Result<()> {
-        self.inner.sync()
-    }
-    fn lock_writer(&self, wait: bool) -> bale::Result<()> {
-        self.inner.lock_writer(wait)
-    }
-    fn unlock_writer(&self) {
-        self.inner.unlock_writer()
-    }
-    fn pin(&self, txn: u64) -> bale::Result<()> {
-        self.inner.pin(txn)
-    }
-    fn unpin(&self, txn: u64) {
-        self.inner.unpin(txn)
-    }
-    fn oldest_pin(&self, below: u64) -> bale::Result<Option<u64>> {
-        self.inner.oldest_pin(below)
-    }
-}
+use support::ReadFaulty;
 
 #[test]
 fn failed_insert_after_large_value_blocks_frees_them() {
@@ -60,16 +23,16 @@ fn failed_insert_after_large_value_blocks_frees_them() {
         }
         w.commit().expect("commit");
     }
-    let storage = Arc::new(FailNextRead { inner: mem.clone(), armed: AtomicBool::new(false) });
+    let storage = Arc::new(ReadFaulty::new(mem.clone(), 0));
     let st = Store::open_storage(storage.clone(), Options { mmap: false, ..Options::default() }).expect("open");
     let mut w = st.write().expect("write");
     // The blocks are written without reading the tree; the insert then
     // reads the root page, and that read fails.
-    storage.armed.store(true, Ordering::SeqCst);
+    storage.fail_next();
     let big: Vec<u8> = (0..700_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
     let err = w.put(b"key01000", &big).expect_err("the injected read fault must surface");
     assert_eq!(err.kind(), ErrorKind::Io, "{err}");
-    assert!(!storage.armed.load(Ordering::SeqCst), "the fault was not hit");
+    assert!(!storage.armed(), "the fault was not hit");
     // A read fault does not poison the handle: the caller may commit.
     w.put(b"after", b"ok").expect("the transaction goes on");
     w.commit().expect("commit after the failed put");

@@ -9,6 +9,8 @@
 //! pass `check`, and let the workload run to the same final state. Reads
 //! fail the same way, one at a time, for every read the workload makes.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,6 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bale::io::sim::{FaultyStorage, SimRng};
 use bale::io::{MemStorage, Storage};
 use bale::{ErrorKind, Options, ReadOps, Store};
+use support::ReadFaulty;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -345,54 +348,6 @@ fn failed_value_stream_leaves_no_orphan_pages() {
     assert!(committed, "the commit after a failed value stream was refused");
     assert_eq!(content(&reopened).get(b"kept".as_slice()).map(Vec::as_slice), Some(b"2".as_slice()));
     store.put(b"after", b"3").expect("a later write transaction");
-}
-
-/// Fails the N-th read (counting from 1) once; writes and syncs pass.
-struct ReadFaulty {
-    inner: MemStorage,
-    countdown: AtomicU64,
-    reads: AtomicU64,
-}
-
-impl ReadFaulty {
-    fn new(inner: MemStorage, fail_at: u64) -> ReadFaulty {
-        ReadFaulty { inner, countdown: AtomicU64::new(fail_at), reads: AtomicU64::new(0) }
-    }
-}
-
-impl Storage for ReadFaulty {
-    fn len(&self) -> bale::Result<u64> {
-        self.inner.len()
-    }
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> bale::Result<()> {
-        self.reads.fetch_add(1, Ordering::SeqCst);
-        let prev = self.countdown.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| c.checked_sub(1));
-        if prev == Ok(1) {
-            return Err(bale::Error::from(std::io::Error::other("injected read error")));
-        }
-        self.inner.read_exact_at(buf, offset)
-    }
-    fn write_all_at(&self, data: &[u8], offset: u64) -> bale::Result<()> {
-        self.inner.write_all_at(data, offset)
-    }
-    fn sync(&self) -> bale::Result<()> {
-        self.inner.sync()
-    }
-    fn lock_writer(&self, wait: bool) -> bale::Result<()> {
-        self.inner.lock_writer(wait)
-    }
-    fn unlock_writer(&self) {
-        self.inner.unlock_writer()
-    }
-    fn pin(&self, txn: u64) -> bale::Result<()> {
-        self.inner.pin(txn)
-    }
-    fn unpin(&self, txn: u64) {
-        self.inner.unpin(txn)
-    }
-    fn oldest_pin(&self, below: u64) -> bale::Result<Option<u64>> {
-        self.inner.oldest_pin(below)
-    }
 }
 
 /// Every read of the workload fails once, in turn. A failed read surfaces as

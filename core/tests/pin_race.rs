@@ -226,14 +226,7 @@ fn unpinned_get_never_returns_bytes_of_a_reused_page() {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
         let mut g = 2u64;
         while std::time::Instant::now() < deadline {
-            let mut w = writer.write().expect("write");
-            for i in 0..KEYS {
-                w.put(format!("k{i:03}").as_bytes(), &value(g, i)).expect("put");
-            }
-            let mut big = g.to_le_bytes().to_vec();
-            big.resize(70_000, g as u8);
-            w.put(b"big", &big).expect("put big");
-            w.commit().expect("commit");
+            write_generation(&writer, g);
             g += 1;
         }
         stop.store(true, Ordering::Relaxed);

@@ -1,0 +1,65 @@
+//! Test storage backends shared by several test files.
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bale::io::{MemStorage, Storage};
+
+/// Fails the N-th read (counting from 1) once; writes and syncs pass.
+pub struct ReadFaulty {
+    inner: MemStorage,
+    countdown: AtomicU64,
+    pub reads: AtomicU64,
+}
+
+impl ReadFaulty {
+    /// `fail_at` = 0 never fails.
+    pub fn new(inner: MemStorage, fail_at: u64) -> ReadFaulty {
+        ReadFaulty { inner, countdown: AtomicU64::new(fail_at), reads: AtomicU64::new(0) }
+    }
+
+    /// Fails the next read, once.
+    pub fn fail_next(&self) {
+        self.countdown.store(1, Ordering::SeqCst);
+    }
+
+    /// True while an armed failure has not happened yet.
+    pub fn armed(&self) -> bool {
+        self.countdown.load(Ordering::SeqCst) > 0
+    }
+}
+
+impl Storage for ReadFaulty {
+    fn len(&self) -> bale::Result<u64> {
+        self.inner.len()
+    }
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> bale::Result<()> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        let prev = self.countdown.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| c.checked_sub(1));
+        if prev == Ok(1) {
+            return Err(bale::Error::from(std::io::Error::other("injected read error")));
+        }
+        self.inner.read_exact_at(buf, offset)
+    }
+    fn write_all_at(&self, data: &[u8], offset: u64) -> bale::Result<()> {
+        self.inner.write_all_at(data, offset)
+    }
+    fn sync(&self) -> bale::Result<()> {
+        self.inner.sync()
+    }
+    fn lock_writer(&self, wait: bool) -> bale::Result<()> {
+        self.inner.lock_writer(wait)
+    }
+    fn unlock_writer(&self) {
+        self.inner.unlock_writer()
+    }
+    fn pin(&self, txn: u64) -> bale::Result<()> {
+        self.inner.pin(txn)
+    }
+    fn unpin(&self, txn: u64) {
+        self.inner.unpin(txn)
+    }
+    fn oldest_pin(&self, below: u64) -> bale::Result<Option<u64>> {
+        self.inner.oldest_pin(below)
+    }
+}
