@@ -76,9 +76,11 @@ impl Geometry {
     pub fn max_key(&self) -> usize {
         self.page_size / 4
     }
-    /// A value is inline when its whole leaf cell fits in a quarter page.
+    /// A value is inline when its whole leaf cell fits in a quarter page,
+    /// and always when it is empty (a large value is never empty; the cell
+    /// of the longest key then takes a quarter page plus its header).
     pub fn inline_fits(&self, key_len: usize, value_len: usize) -> bool {
-        LEAF_CELL_HDR + key_len + value_len <= self.page_size / 4
+        value_len == 0 || LEAF_CELL_HDR + key_len + value_len <= self.page_size / 4
     }
     /// Bytes a node may fill: header plus cells plus slots, before the trailer.
     pub fn node_capacity(&self) -> usize {
