@@ -128,8 +128,11 @@ fn held_snapshot_stays_pinned_while_other_threads_drop_the_same_commit() {
 }
 
 /// A meta page rewritten through the file while readers map it: every
-/// snapshot must show the fields of one version of the page, never a mix
-/// of a version that passed its checksum and one written just after.
+/// snapshot must use fields of a version of the page that passed its
+/// checksum. The writer alternates a valid meta with a copy whose entry
+/// count was changed without resealing it; a reader that verified one
+/// version and then decoded fields from the live page would report that
+/// count.
 #[test]
 fn meta_fields_come_from_the_version_that_passed_its_checksum() {
     use bale::btree::meta::{Meta, meta_page};
@@ -147,11 +150,11 @@ fn meta_fields_come_from_the_version_that_passed_its_checksum() {
         .filter_map(|m| m.ok())
         .max_by_key(|m| m.txn)
         .expect("a valid meta");
-    // Two versions of the newest slot: the same tree, different ids and
-    // entry counts, so a mix shows as a pair that no version holds.
-    let a = Meta { txn: m.txn + 2, durable_upto: m.txn + 2, entries: m.entries, ..m };
-    let b = Meta { txn: m.txn + 4, durable_upto: m.txn + 4, entries: m.entries + 1000, ..m };
-    let (pa, pb) = (a.encode(ps), b.encode(ps));
+    let a = Meta { txn: m.txn + 2, durable_upto: m.txn + 2, ..m };
+    let pa = a.encode(ps);
+    let mut pb = pa.clone();
+    let forged = a.entries + 1000;
+    pb[24..32].copy_from_slice(&forged.to_le_bytes());
     let off = meta_page(m.txn) * ps as u64;
     let file = std::fs::OpenOptions::new().write(true).open(&path).expect("open for writing");
     let stop = Arc::new(AtomicBool::new(false));
@@ -165,23 +168,21 @@ fn meta_fields_come_from_the_version_that_passed_its_checksum() {
         n
     });
     let reader = Store::open(&path, Options { readonly: true, ..Options::default() }).expect("reader");
-    let mut mixed = Vec::new();
+    let mut forged_seen = 0u64;
     let mut seen = 0u64;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
     while std::time::Instant::now() < deadline {
         let Ok(r) = reader.read() else { continue };
-        let pair = (r.txn_id(), r.len());
         seen += 1;
-        let ok = pair == (a.txn, a.entries) || pair == (b.txn, b.entries) || pair.0 <= m.txn;
-        if !ok && mixed.len() < 5 {
-            mixed.push(pair);
+        if r.len() == forged {
+            forged_seen += 1;
         }
     }
     stop.store(true, Ordering::Relaxed);
     let writes = flipper.join().expect("writer thread");
     let _ = std::fs::remove_file(&path);
-    eprintln!("meta flips: {writes} page writes, {seen} snapshots");
-    assert!(mixed.is_empty(), "snapshots with fields from two meta versions: {mixed:?}");
+    eprintln!("meta flips: {writes} page writes, {seen} snapshots, {forged_seen} with the unverified entry count");
+    assert_eq!(forged_seen, 0, "snapshots decoded fields of a meta page that failed its checksum");
 }
 
 /// `Store::get` reads the newest commit without a pin while nothing new
