@@ -103,10 +103,17 @@ impl Inner {
     /// Runs `f` on this turn's snapshot, taking one first when needed.
     #[inline]
     pub fn with_snap<T>(&self, env: &Env, f: impl FnOnce(&Arc<ReadTxn>) -> Result<T>) -> Result<T> {
-        if !self.snap_stale.get() {
+        {
             let s = self.snap.borrow();
             if let Some(t) = s.as_ref() {
-                return f(t);
+                // A stale snapshot that still shows the newest commit is as
+                // new as a fresh one would be: keep it.
+                if self.snap_stale.get() && self.store().and_then(|st| st.is_newest(t)).unwrap_or(false) {
+                    self.snap_stale.set(false);
+                }
+                if !self.snap_stale.get() {
+                    return f(t);
+                }
             }
         }
         let txn = Arc::new(self.store().and_then(|s| s.read()).or_throw(env)?);

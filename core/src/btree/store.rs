@@ -311,6 +311,15 @@ impl Store {
         Ok(latest_meta(&*snap.storage, snap.map.as_ref(), self.shared.geo)?.txn == snap.meta.txn)
     }
 
+    /// True when `r` still shows the newest commit of this store's file, so
+    /// that a caller wanting the latest commit may keep using it instead
+    /// of starting a new read transaction.
+    pub fn is_newest(&self, r: &ReadTxn) -> Result<bool> {
+        let be = self.backend();
+        let snap = r.snapshot();
+        Ok(Arc::ptr_eq(&snap.storage, &be.storage) && self.is_latest(snap)?)
+    }
+
     /// The cached snapshot of the newest commit, if it still is the newest.
     fn cached_latest(&self, be: &Arc<Backend>) -> Result<Option<Arc<Snapshot>>> {
         let cached = self.shared.latest.lock().unwrap_or_else(|e| e.into_inner()).clone();
