@@ -172,21 +172,7 @@ impl Storage for Counting {
         self.ops.fetch_add(1, Ordering::SeqCst);
         self.inner.sync()
     }
-    fn lock_writer(&self, wait: bool) -> bale::Result<()> {
-        self.inner.lock_writer(wait)
-    }
-    fn unlock_writer(&self) {
-        self.inner.unlock_writer()
-    }
-    fn pin(&self, txn: u64) -> bale::Result<()> {
-        self.inner.pin(txn)
-    }
-    fn unpin(&self, txn: u64) {
-        self.inner.unpin(txn)
-    }
-    fn oldest_pin(&self, below: u64) -> bale::Result<Option<u64>> {
-        self.inner.oldest_pin(below)
-    }
+    forward_locks!(inner);
 }
 
 /// Reopens bytes left by a failed run and checks them against the states

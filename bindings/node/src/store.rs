@@ -77,9 +77,10 @@ pub struct Inner {
     /// A release of `snap` at the end of this turn is scheduled already
     /// (one per turn, however often `refresh` drops the snapshot).
     pub snap_release: Cell<bool>,
-    /// `snap` is kept only until the next read takes a new snapshot: held
-    /// until then, its pin spares that read a lock and an unlock when the
-    /// commit is the same.
+    /// `refresh` or a commit of this handle asked for the newest commit:
+    /// the next read keeps `snap` if it still shows it, and otherwise takes
+    /// a new snapshot before letting `snap` go (its pin spares the new one
+    /// a lock and an unlock when the commit is the same).
     pub snap_stale: Cell<bool>,
     /// The write transaction of a running transaction callback.
     pub active: RefCell<Option<Rc<Active>>>,
@@ -108,10 +109,8 @@ impl Inner {
             if let Some(t) = s.as_ref() {
                 // A stale snapshot that still shows the newest commit is as
                 // new as a fresh one would be: keep it.
-                if self.snap_stale.get() && self.store().and_then(|st| st.is_newest(t)).unwrap_or(false) {
+                if !self.snap_stale.get() || self.store().and_then(|st| st.is_newest(t)).unwrap_or(false) {
                     self.snap_stale.set(false);
-                }
-                if !self.snap_stale.get() {
                     return f(t);
                 }
             }

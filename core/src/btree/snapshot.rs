@@ -76,7 +76,7 @@ impl Snapshot {
 
     /// A snapshot that shares `verified` (from `page_bits`, or from another
     /// snapshot of the same commit).
-    pub fn with_bits(
+    fn with_bits(
         storage: Arc<dyn Storage>,
         map: Option<Mapping>,
         meta: Meta,
@@ -91,11 +91,12 @@ impl Snapshot {
         Snapshot::with_bits(self.storage.clone(), self.map.clone(), self.meta, self.geo, self.verified.clone())
     }
 
-    /// True when `txn` is still the newest commit the meta slots can hold,
-    /// judged from their id fields alone (no checksum): the slot of `txn`
-    /// names `txn` and the other slot names nothing newer. A commit in
-    /// flight or a damaged slot can only make this false.
-    pub fn still_latest(&self, txn: u64) -> Result<bool> {
+    /// True when this snapshot's commit is still the newest the meta slots
+    /// can hold, judged from their id fields alone (no checksum): its slot
+    /// names it and the other slot names nothing newer. A commit in flight
+    /// or a damaged slot can only make this false.
+    pub fn still_latest(&self) -> Result<bool> {
+        let txn = self.meta.txn;
         let ps = self.geo.page_size as u64;
         let mine = super::meta::meta_page(txn);
         let other = 3 - mine;

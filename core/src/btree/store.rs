@@ -91,8 +91,8 @@ impl Backend {
     }
 }
 
-/// A commit must lie inside the file (a later meta is read without the
-/// check that open made).
+/// A commit must lie inside the file: checked at open and for every meta
+/// read later.
 fn fits_file(storage: &dyn Storage, meta: &Meta, geo: Geometry) -> Result<()> {
     let need = meta.page_count.saturating_mul(geo.page_size as u64);
     let len = storage.len()?;
@@ -109,6 +109,19 @@ pub(crate) struct FreeCache {
     pub txn: u64,
     pub state: FreeState,
     pub chain: Vec<u64>,
+}
+
+impl Shared {
+    /// An i/o error while writing may have left a write half done: the
+    /// handle refuses further writes until reopened (FORMAT.md, "Commit").
+    pub(crate) fn poison_on_io<T>(&self, r: Result<T>) -> Result<T> {
+        if let Err(e) = &r
+            && e.kind() == ErrorKind::Io
+        {
+            self.poisoned.store(true, Ordering::SeqCst);
+        }
+        r
+    }
 }
 
 /// Closing a store that committed without full syncs makes those commits
@@ -249,12 +262,7 @@ impl Store {
         }
         let geo = Geometry::new(h.page_size);
         let meta = latest_meta(&*storage, None, geo)?;
-        let flen = storage.len()?;
-        // Meta::decode bounds page_count so that this cannot overflow.
-        let need = meta.page_count.saturating_mul(geo.page_size as u64);
-        if flen < need {
-            return Err(truncated(flen, need));
-        }
+        fits_file(&*storage, &meta, geo)?;
         let backend = Backend { storage, use_map: opts.mmap, map: Mutex::new(None) };
         Ok(Store {
             shared: Arc::new(Shared {
@@ -305,7 +313,7 @@ impl Store {
     /// written, or a damaged slot that will never validate), both slots
     /// are verified and decoded.
     fn is_latest(&self, snap: &Snapshot) -> Result<bool> {
-        if snap.still_latest(snap.meta.txn)? {
+        if snap.still_latest()? {
             return Ok(true);
         }
         Ok(latest_meta(&*snap.storage, snap.map.as_ref(), self.shared.geo)?.txn == snap.meta.txn)
@@ -410,12 +418,7 @@ impl Store {
                 .storage
                 .write_all_at(&meta.encode(geo.page_size), super::meta::meta_page(meta.txn) * ps)
                 .and_then(|_| be.storage.sync());
-            if let Err(e) = r {
-                if e.kind() == ErrorKind::Io {
-                    self.shared.poisoned.store(true, Ordering::SeqCst);
-                }
-                return Err(e);
-            }
+            self.shared.poison_on_io(r)?;
             meta.durable_upto = meta.txn;
             *self.shared.own_meta.lock().unwrap_or_else(|e| e.into_inner()) = Some(meta.txn);
         }
@@ -490,13 +493,7 @@ impl Store {
     /// Makes every commit so far durable (needed only with `durable: false`).
     /// A failed sync poisons the handle: what it wrote may be lost.
     pub fn sync(&self) -> Result<()> {
-        let r = self.backend().storage.sync();
-        if let Err(e) = &r
-            && e.kind() == ErrorKind::Io
-        {
-            self.shared.poisoned.store(true, Ordering::SeqCst);
-        }
-        r
+        self.shared.poison_on_io(self.backend().storage.sync())
     }
 
     /// Closes this handle's use of the store: with `durable: false` the

@@ -82,12 +82,7 @@ impl WriteTxn {
     }
 
     fn poison<T>(&self, r: Result<T>) -> Result<T> {
-        if let Err(e) = &r
-            && e.kind() == ErrorKind::Io
-        {
-            self.shared.poisoned.store(true, Ordering::SeqCst);
-        }
-        r
+        self.shared.poison_on_io(r)
     }
 
     fn check_key(&self, key: &[u8]) -> Result<()> {
@@ -109,29 +104,11 @@ impl WriteTxn {
         }
         if self.shared.geo.inline_fits(key.len(), value.len()) {
             let v = Val::Inline(self.bytes.add(value));
-            return self.insert(key, v);
+            return self.insert(key, v, None);
         }
         let log2 = self.shared.block_log2;
-        let written = write_large(self, log2, value, &mut std::io::empty())?;
-        self.insert_large(key, written)
-    }
-
-    /// Inserts a large value whose blocks are written; if the insert fails,
-    /// the blocks go back to the free list instead of leaking.
-    fn insert_large(&mut self, key: &[u8], (r, pages): (super::page::LargeRef, Extents)) -> Result<()> {
-        let old = match self.place(key, Val::Large(r)) {
-            Ok(old) => old,
-            Err(e) => {
-                for (s, n) in pages.runs() {
-                    self.free_pages(s, n);
-                }
-                return Err(e);
-            }
-        };
-        if let Some(Val::Large(o)) = old {
-            self.free_large(&o)?;
-        }
-        Ok(())
+        let (r, blocks) = write_large(self, log2, value, &mut std::io::empty())?;
+        self.insert(key, Val::Large(r), Some(&blocks))
     }
 
     /// Stores everything `reader` yields under `key`, in bounded memory.
@@ -146,16 +123,15 @@ impl WriteTxn {
         if self.shared.geo.inline_fits(key.len(), head.len()) {
             let n = head.len() as u64;
             let v = Val::Inline(self.bytes.add(&head));
-            self.insert(key, v)?;
+            self.insert(key, v, None)?;
             return Ok(n);
         }
         let log2 = self.shared.block_log2;
         // A failing reader is the caller's error and leaves the transaction
         // usable; only a failed storage write poisons the handle.
-        let written = write_large(self, log2, &head, reader)?;
-        let len = written.0.len;
-        self.insert_large(key, written)?;
-        Ok(len)
+        let (r, blocks) = write_large(self, log2, &head, reader)?;
+        self.insert(key, Val::Large(r), Some(&blocks))?;
+        Ok(r.len)
     }
 
     /// Removes `key`; returns whether it was there.
@@ -264,8 +240,20 @@ impl WriteTxn {
         Ok((cur, path))
     }
 
-    fn insert(&mut self, key: &[u8], val: Val) -> Result<()> {
-        if let Some(Val::Large(r)) = self.place(key, val)? {
+    /// Puts `val` under `key` and frees the value it replaces. `blocks` are
+    /// the pages of a large `val` written just before: if the key cannot be
+    /// placed, they go back to the free list instead of leaking.
+    fn insert(&mut self, key: &[u8], val: Val, blocks: Option<&Extents>) -> Result<()> {
+        let old = match self.place(key, val) {
+            Ok(old) => old,
+            Err(e) => {
+                for (s, n) in blocks.into_iter().flat_map(|b| b.runs()) {
+                    self.free_pages(s, n);
+                }
+                return Err(e);
+            }
+        };
+        if let Some(Val::Large(r)) = old {
             self.free_large(&r)?;
         }
         Ok(())

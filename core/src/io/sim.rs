@@ -307,7 +307,7 @@ impl FaultyStorage {
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| if c == 0 { None } else { Some(c - 1) });
         if prev == Ok(1) {
             self.failed.fetch_add(1, Ordering::SeqCst);
-            return Err(Error::io("injected fault", std::io::Error::other("injected i/o error")));
+            return Err(injected());
         }
         Ok(())
     }

@@ -5,6 +5,28 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use bale::io::{MemStorage, Storage};
 
+/// The lock methods of `Storage`, forwarded to the backend in `$field`.
+#[macro_export]
+macro_rules! forward_locks {
+    ($field:ident) => {
+        fn lock_writer(&self, wait: bool) -> bale::Result<()> {
+            self.$field.lock_writer(wait)
+        }
+        fn unlock_writer(&self) {
+            self.$field.unlock_writer()
+        }
+        fn pin(&self, txn: u64) -> bale::Result<()> {
+            self.$field.pin(txn)
+        }
+        fn unpin(&self, txn: u64) {
+            self.$field.unpin(txn)
+        }
+        fn oldest_pin(&self, below: u64) -> bale::Result<Option<u64>> {
+            self.$field.oldest_pin(below)
+        }
+    };
+}
+
 /// Fails the N-th read (counting from 1) once; writes and syncs pass.
 pub struct ReadFaulty {
     inner: MemStorage,
@@ -47,19 +69,5 @@ impl Storage for ReadFaulty {
     fn sync(&self) -> bale::Result<()> {
         self.inner.sync()
     }
-    fn lock_writer(&self, wait: bool) -> bale::Result<()> {
-        self.inner.lock_writer(wait)
-    }
-    fn unlock_writer(&self) {
-        self.inner.unlock_writer()
-    }
-    fn pin(&self, txn: u64) -> bale::Result<()> {
-        self.inner.pin(txn)
-    }
-    fn unpin(&self, txn: u64) {
-        self.inner.unpin(txn)
-    }
-    fn oldest_pin(&self, below: u64) -> bale::Result<Option<u64>> {
-        self.inner.oldest_pin(below)
-    }
+    forward_locks!(inner);
 }
