@@ -437,7 +437,9 @@ impl Store {
             None => load_free(&snap)?,
         };
         // Pages freed by a commit whose meta may not be durable yet must stay
-        // untouched: a crash would fall back to the commit before it.
+        // untouched: a crash would fall back to the commit before it. This
+        // handle's idle pin protects no snapshot: drop it before looking.
+        be.storage.release_idle_pins();
         let limit = match be.storage.oldest_pin(meta.txn + 1)? {
             Some(o) => o.min(meta.durable_upto),
             None => meta.durable_upto,

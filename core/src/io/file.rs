@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::lockset::LockSet;
+use super::pins::PinTable;
 use super::{Mapping, Storage, eof_error};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -34,8 +35,9 @@ pub struct FileStorage {
     /// Writer lock and the probes for pins: its own description, so that it
     /// sees the pins this process holds through `pins`.
     control: File,
-    /// Shared pin locks of this handle's snapshots.
-    pins: File,
+    /// Shared pin locks of this handle's snapshots, on their own description.
+    pins: Arc<PinTable>,
+    /// The in-process writer gate.
     counts: LockSet,
     readonly: bool,
 }
@@ -91,7 +93,7 @@ impl FileStorage {
             path: path.to_path_buf(),
             data,
             control,
-            pins,
+            pins: PinTable::new(pins),
             counts: LockSet::default(),
             readonly: opts.readonly,
         })
@@ -103,6 +105,13 @@ impl FileStorage {
 
     pub fn is_readonly(&self) -> bool {
         self.readonly
+    }
+}
+
+impl Drop for FileStorage {
+    fn drop(&mut self) {
+        // No pin of a closed handle may outlive it, even for a moment.
+        self.pins.release_idle();
     }
 }
 
@@ -189,22 +198,23 @@ impl Storage for FileStorage {
     }
 
     fn pin(&self, txn: u64) -> Result<()> {
-        // The count and the OS lock change together (LockSet::pin_with).
-        self.counts.pin_with(txn, || ofd::set(&self.pins, libc_rd(), PIN_BASE + txn, 1, true).map(|_| ()))
+        self.pins.pin(txn)
     }
 
     fn unpin(&self, txn: u64) {
-        self.counts.unpin_with(txn, || {
-            let _ = ofd::unlock(&self.pins, PIN_BASE + txn, 1);
-        })
+        self.pins.unpin(txn)
+    }
+
+    fn release_idle_pins(&self) {
+        self.pins.release_idle()
     }
 
     fn oldest_pin(&self, below: u64) -> Result<Option<u64>> {
-        // Pins of this handle are also counted here (the only record where
-        // OFD locks do not exist).
+        // Live pins of this handle are also counted here (the only record
+        // where OFD locks do not exist).
         // Lock ranges are signed 64-bit: keep PIN_BASE + limit representable.
         let below = below.min(i64::MAX as u64 - PIN_BASE);
-        let mut found = self.counts.oldest_pin(below);
+        let mut found = self.pins.oldest(below);
         let mut limit = found.unwrap_or(below);
         // Each probe reports some pin below `limit`; narrowing finds the lowest.
         while limit > 0 {
@@ -235,12 +245,8 @@ fn libc_wr() -> i16 {
     libc::F_WRLCK as i16
 }
 
-fn libc_rd() -> i16 {
-    libc::F_RDLCK as i16
-}
-
 #[cfg(target_os = "linux")]
-mod ofd {
+pub(super) mod ofd {
     use std::fs::File;
     use std::os::fd::AsRawFd;
 
@@ -293,7 +299,7 @@ mod ofd {
 }
 
 #[cfg(not(target_os = "linux"))]
-mod ofd {
+pub(super) mod ofd {
     //! Without OFD locks, locking is per process only (FORMAT.md, "Locks").
     use std::fs::File;
 

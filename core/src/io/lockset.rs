@@ -55,35 +55,6 @@ impl LockSet {
         }
     }
 
-    /// Counts a pin of `txn`; the first one also runs `os_lock`, under the
-    /// same mutex as the count, so that no other thread can see the count
-    /// change before the OS lock matches it. A failed `os_lock` undoes the
-    /// count.
-    #[cfg_attr(not(unix), allow(dead_code))]
-    pub fn pin_with(&self, txn: u64, os_lock: impl FnOnce() -> Result<()>) -> Result<()> {
-        let mut pins = guard(&self.pins);
-        if !pins.contains_key(&txn) {
-            os_lock()?;
-        }
-        *pins.entry(txn).or_insert(0) += 1;
-        Ok(())
-    }
-
-    /// Drops a pin of `txn`; the last one also runs `os_unlock` under the
-    /// count's mutex (see `pin_with`).
-    #[cfg_attr(not(unix), allow(dead_code))]
-    pub fn unpin_with(&self, txn: u64, os_unlock: impl FnOnce()) {
-        let mut pins = guard(&self.pins);
-        match pins.get_mut(&txn) {
-            Some(n) if *n > 1 => *n -= 1,
-            Some(_) => {
-                pins.remove(&txn);
-                os_unlock();
-            }
-            None => {}
-        }
-    }
-
     pub fn oldest_pin(&self, below: u64) -> Option<u64> {
         guard(&self.pins).range(..below).next().map(|(k, _)| *k)
     }

@@ -10,6 +10,8 @@ use crate::error::Result;
 mod file;
 mod lockset;
 mod memory;
+#[cfg(unix)]
+mod pins;
 pub mod sim;
 
 #[cfg(unix)]
@@ -53,6 +55,8 @@ pub trait Storage: Send + Sync {
     /// Pins snapshot `txn` against page reuse.
     fn pin(&self, txn: u64) -> Result<()>;
     fn unpin(&self, txn: u64);
+    /// Drops any pin kept after its last snapshot ended (see io/pins.rs).
+    fn release_idle_pins(&self) {}
     /// The lowest pinned snapshot id below `below`, across every handle and
     /// process, or `None`.
     fn oldest_pin(&self, below: u64) -> Result<Option<u64>>;

@@ -340,6 +340,9 @@ impl Storage for FaultyStorage {
     fn unpin(&self, txn: u64) {
         self.inner.unpin(txn)
     }
+    fn release_idle_pins(&self) {
+        self.inner.release_idle_pins()
+    }
     fn oldest_pin(&self, below: u64) -> Result<Option<u64>> {
         self.inner.oldest_pin(below)
     }

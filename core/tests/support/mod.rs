@@ -21,6 +21,9 @@ macro_rules! forward_locks {
         fn unpin(&self, txn: u64) {
             self.$field.unpin(txn)
         }
+        fn release_idle_pins(&self) {
+            self.$field.release_idle_pins()
+        }
         fn oldest_pin(&self, below: u64) -> bale::Result<Option<u64>> {
             self.$field.oldest_pin(below)
         }
