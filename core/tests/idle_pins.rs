@@ -20,6 +20,15 @@ fn probe(path: &Path) -> FileStorage {
     FileStorage::open(path, FileOptions { create: false, readonly: true }).expect("probe")
 }
 
+/// A new store holding one key, and a probe of its pins.
+fn one_key_store(name: &str) -> (PathBuf, Store, FileStorage) {
+    let path = tmp(name);
+    let st = Store::open(&path, Options::create()).expect("create");
+    st.put(b"k", b"v").expect("put");
+    let p = probe(&path);
+    (path, st, p)
+}
+
 fn oldest(p: &FileStorage) -> Option<u64> {
     p.oldest_pin(u64::MAX).expect("probe pins")
 }
@@ -35,10 +44,7 @@ fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
 
 #[test]
 fn ending_a_snapshot_keeps_its_pin_idle_so_the_next_snapshot_takes_no_lock() {
-    let path = tmp("kept");
-    let st = Store::open(&path, Options::create()).expect("create");
-    st.put(b"k", b"v").expect("put");
-    let p = probe(&path);
+    let (path, st, p) = one_key_store("kept");
     // Each round: a snapshot, a read, the end of the snapshot, then the
     // probe. A pin dropped with its last snapshot is never seen here; an
     // idle one is, unless the reaper ran in between (it waits at least
@@ -60,10 +66,7 @@ fn ending_a_snapshot_keeps_its_pin_idle_so_the_next_snapshot_takes_no_lock() {
 
 #[test]
 fn idle_pin_of_an_idle_handle_is_dropped_without_any_call() {
-    let path = tmp("reaped");
-    let st = Store::open(&path, Options::create()).expect("create");
-    st.put(b"k", b"v").expect("put");
-    let p = probe(&path);
+    let (path, st, p) = one_key_store("reaped");
     drop(st.read().expect("read"));
     // The handle makes no further call: only the reaper can drop the pin.
     eventually("the idle pin is dropped", || oldest(&p).is_none());
@@ -76,8 +79,8 @@ fn idle_pin_of_an_idle_handle_is_dropped_without_any_call() {
 
 #[test]
 fn closing_a_handle_drops_its_idle_pin_at_once() {
-    let path = tmp("closed");
-    let p = probe(&path_with_store(&path));
+    let (path, st, p) = one_key_store("closed");
+    drop(st);
     for _ in 0..200 {
         let st = Store::open(&path, Options::default()).expect("open");
         drop(st.read().expect("read"));
@@ -87,18 +90,9 @@ fn closing_a_handle_drops_its_idle_pin_at_once() {
     let _ = std::fs::remove_file(&path);
 }
 
-fn path_with_store(path: &Path) -> PathBuf {
-    let st = Store::open(path, Options::create()).expect("create");
-    st.put(b"k", b"v").expect("put");
-    path.to_path_buf()
-}
-
 #[test]
 fn a_writer_is_not_held_back_by_its_own_handles_idle_pin() {
-    let path = tmp("own-writer");
-    let st = Store::open(&path, Options::create()).expect("create");
-    st.put(b"k", b"v").expect("put");
-    let p = probe(&path);
+    let (path, st, p) = one_key_store("own-writer");
     for i in 0..200u32 {
         drop(st.read().expect("read"));
         let mut w = st.write().expect("write");
