@@ -8,6 +8,8 @@ pub mod meta;
 mod node;
 mod owned;
 pub mod page;
+mod range_request;
+mod range_scan;
 mod read;
 mod snapshot;
 mod stat;
@@ -22,6 +24,8 @@ pub use stat::{Stat, stat};
 
 pub use cursor::{Cursor, Range, ValueRef, ValueStream};
 pub use owned::{Fetch, Item, OwnedRange, OwnedValue};
+pub use range_request::{OptionValue, RangeRequest, options_not_an_object};
+pub use range_scan::{RangeScan, Step};
 pub use read::{ReadOps, ReadTxn, prefix_end};
 pub use store::{Options, Store};
 pub use value::ValueReader;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use super::cursor::ValueRef;
 use super::page::LargeRef;
+use super::range_scan::{RangeScan, Step};
 use super::read::{ReadOps, ReadTxn, prefix_end};
 use super::value::ValueReader;
 use crate::error::{Error, ErrorKind, Result};
@@ -35,24 +36,12 @@ pub enum Fetch {
 }
 
 /// A range over an `Arc<ReadTxn>` that needs no borrow between calls: it
-/// refills a small buffer by seeking past the last key it returned.
+/// refills a small buffer by running its [`RangeScan`] once more.
 pub struct OwnedRange {
     txn: Arc<ReadTxn>,
-    start: Bound<Vec<u8>>,
-    end: Bound<Vec<u8>>,
-    reverse: bool,
+    scan: RangeScan,
     fetch: Fetch,
-    limit: Option<u64>,
     buf: VecDeque<(Vec<u8>, Option<Item>)>,
-    done: bool,
-}
-
-fn bound_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
-    match b {
-        Bound::Included(k) => Bound::Included(k),
-        Bound::Excluded(k) => Bound::Excluded(k),
-        Bound::Unbounded => Bound::Unbounded,
-    }
 }
 
 impl OwnedRange {
@@ -63,7 +52,12 @@ impl OwnedRange {
         reverse: bool,
         fetch: Fetch,
     ) -> OwnedRange {
-        OwnedRange { txn, start, end, reverse, fetch, limit: None, buf: VecDeque::new(), done: false }
+        OwnedRange::from_scan(txn, RangeScan::new(start, end, reverse), fetch)
+    }
+
+    /// Runs a checked request (see [`RangeRequest`](super::RangeRequest)).
+    pub fn from_scan(txn: Arc<ReadTxn>, scan: RangeScan, fetch: Fetch) -> OwnedRange {
+        OwnedRange { txn, scan, fetch, buf: VecDeque::new() }
     }
 
     /// Keys starting with `prefix`, intersected with nothing else.
@@ -77,21 +71,15 @@ impl OwnedRange {
 
     /// Stops after `n` entries.
     pub fn limit(mut self, n: u64) -> OwnedRange {
-        self.limit = Some(n);
+        self.scan = self.scan.slice(0, Some(n));
         self
     }
 
     fn refill(&mut self) -> Result<()> {
-        let txn = self.txn.clone();
-        let mut r = txn.range(bound_ref(&self.start), bound_ref(&self.end), self.reverse);
+        let (fetch, buf) = (self.fetch, &mut self.buf);
         let mut n = 0;
-        while n < BATCH {
-            let Some(e) = r.next_entry() else {
-                self.done = true;
-                break;
-            };
-            let (k, v) = e?;
-            let item = match self.fetch {
+        self.scan.run(&*self.txn, |k, v| {
+            let item = match fetch {
                 Fetch::Keys => None,
                 Fetch::Values => Some(Item::Bytes(v.to_vec()?)),
                 Fetch::InlineValues => Some(match v.as_inline() {
@@ -99,41 +87,23 @@ impl OwnedRange {
                     None => Item::Large(v.len()),
                 }),
             };
-            self.buf.push_back((k.to_vec(), item));
+            buf.push_back((k.to_vec(), item));
             n += 1;
-        }
-        // The next refill starts just past the last key taken.
-        if let Some((k, _)) = self.buf.back() {
-            if self.reverse {
-                self.end = Bound::Excluded(k.clone());
-            } else {
-                self.start = Bound::Excluded(k.clone());
-            }
-        }
-        Ok(())
+            Ok::<_, Error>(if n < BATCH { Step::Next } else { Step::Stop })
+        })
     }
 
     /// The next entry: its key and, unless fetching keys only, its value.
     pub fn next_item(&mut self) -> Result<Option<(Vec<u8>, Option<Item>)>> {
-        if self.limit == Some(0) {
-            return Ok(None);
-        }
         if self.buf.is_empty()
-            && !self.done
             && let Err(e) = self.refill()
         {
-            // Errors are sticky: the iteration ends here.
-            self.done = true;
+            // Errors are sticky (the scan ends); what was read before them
+            // is dropped with them.
             self.buf.clear();
             return Err(e);
         }
-        let next = self.buf.pop_front();
-        if next.is_some()
-            && let Some(l) = &mut self.limit
-        {
-            *l -= 1;
-        }
-        Ok(next)
+        Ok(self.buf.pop_front())
     }
 }
 

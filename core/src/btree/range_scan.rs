@@ -1,0 +1,143 @@
+//! Running a checked range request, in one go or in batches: a host that
+//! cannot hold a borrow across calls runs the scan once per batch, and
+//! each run goes on just past the last key the previous one took.
+
+use std::ops::Bound;
+
+use super::cursor::ValueRef;
+use super::read::ReadOps;
+use crate::error::Error;
+
+/// What the callback of [`RangeScan::run`] does with the entry it was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Taken; go on.
+    Next,
+    /// Taken; end this run.
+    Stop,
+    /// Not taken; end this run, and the next run starts with this entry.
+    /// (On the first entry of a run this makes no progress.)
+    Leave,
+}
+
+/// A range request after its checks (see
+/// [`RangeRequest`](super::RangeRequest)): bounds, direction, and the
+/// offset and limit still to apply.
+#[derive(Debug, Clone)]
+pub struct RangeScan {
+    start: Bound<Vec<u8>>,
+    end: Bound<Vec<u8>>,
+    reverse: bool,
+    skip: u64,
+    remaining: Option<u64>,
+    done: bool,
+}
+
+/// Remembers `k` in `last`, reusing its allocation.
+fn keep(last: &mut Option<Vec<u8>>, k: &[u8]) {
+    let l = last.get_or_insert_with(Vec::new);
+    l.clear();
+    l.extend_from_slice(k);
+}
+
+fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k),
+        Bound::Excluded(k) => Bound::Excluded(k),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+impl RangeScan {
+    /// Every key within `start..end`, ascending or descending.
+    pub fn new(start: Bound<Vec<u8>>, end: Bound<Vec<u8>>, reverse: bool) -> RangeScan {
+        RangeScan { start, end, reverse, skip: 0, remaining: None, done: false }
+    }
+
+    /// Skips `offset` keys in the direction of travel, then yields at most
+    /// `limit` (all when `None`).
+    pub fn slice(mut self, offset: u64, limit: Option<u64>) -> RangeScan {
+        self.skip = offset;
+        self.remaining = limit;
+        self
+    }
+
+    pub fn is_reverse(&self) -> bool {
+        self.reverse
+    }
+
+    /// True once the range has nothing more to give (exhausted, limit
+    /// reached, or failed).
+    pub fn is_done(&self) -> bool {
+        self.done || self.remaining == Some(0)
+    }
+
+    /// Ends the scan: later runs yield nothing.
+    pub fn finish(&mut self) {
+        self.done = true;
+    }
+
+    /// Hands the next entries of `r` to `f`, which says for each whether
+    /// to take it and whether to go on (see [`Step`]); returns when `f`
+    /// stops or the range is done. Skipped entries (the offset) are not
+    /// handed over. An error, from the store or from `f`, ends the scan.
+    pub fn run<R, E>(&mut self, r: &R, mut f: impl FnMut(&[u8], &ValueRef<'_>) -> Result<Step, E>) -> Result<(), E>
+    where
+        R: ReadOps + ?Sized,
+        E: From<Error>,
+    {
+        if self.is_done() {
+            return Ok(());
+        }
+        let mut range = r.range(as_ref(&self.start), as_ref(&self.end), self.reverse);
+        // The last key taken or skipped: where the next run resumes.
+        let mut last: Option<Vec<u8>> = None;
+        loop {
+            let (k, v) = match range.next_entry() {
+                None => {
+                    self.done = true;
+                    break;
+                }
+                Some(Err(e)) => {
+                    self.done = true;
+                    return Err(e.into());
+                }
+                Some(Ok(e)) => e,
+            };
+            if self.skip > 0 {
+                self.skip -= 1;
+                keep(&mut last, k);
+                continue;
+            }
+            let step = match f(k, &v) {
+                Ok(s) => s,
+                Err(e) => {
+                    self.done = true;
+                    return Err(e);
+                }
+            };
+            if step == Step::Leave {
+                break;
+            }
+            keep(&mut last, k);
+            if let Some(n) = &mut self.remaining {
+                *n -= 1;
+                if *n == 0 {
+                    break;
+                }
+            }
+            if step == Step::Stop {
+                break;
+            }
+        }
+        drop(range);
+        if let Some(k) = last {
+            if self.reverse {
+                self.end = Bound::Excluded(k);
+            } else {
+                self.start = Bound::Excluded(k);
+            }
+        }
+        Ok(())
+    }
+}
