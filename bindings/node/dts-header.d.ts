@@ -7,6 +7,31 @@ export type Key = Buffer | Uint8Array | ArrayBuffer | string
 /** A value as every call accepts it: bytes, or a string (stored as UTF-8). */
 export type Value = Buffer | Uint8Array | ArrayBuffer | string
 
+/**
+ * Options of `range()` and `keys()`; the rules are the core's `RangeRequest`
+ * (core/src/btree/range_request.rs), the same in every bale package. Any
+ * other option name is refused with `INVALID_ARGUMENT`; `undefined` and
+ * `null` are the same as leaving an option out.
+ */
+export interface RangeOptions {
+  /** Keys after this one (at most one of `gt`/`gte`). */
+  gt?: Key
+  /** Keys from this one on. */
+  gte?: Key
+  /** Keys before this one (at most one of `lt`/`lte`). */
+  lt?: Key
+  /** Keys up to and including this one. */
+  lte?: Key
+  /** Only keys starting with these bytes; intersected with the bounds. */
+  prefix?: Key
+  /** Descending order. */
+  reverse?: boolean
+  /** Skip this many entries first, counted in the direction of travel. */
+  offset?: number
+  /** Then yield at most this many (0: none). */
+  limit?: number
+}
+
 export interface ReadStreamOptions {
   /** First byte to read (default 0). */
   start?: number

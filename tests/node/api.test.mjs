@@ -272,11 +272,12 @@ describe('ranges', () => {
       (o.lt === undefined || k < o.lt) && (o.lte === undefined || k <= o.lte) &&
       (o.prefix === undefined || k.startsWith(o.prefix)))
     if (o.reverse) ks.reverse()
+    if (o.offset !== undefined) ks = ks.slice(o.offset)
     if (o.limit !== undefined) ks = ks.slice(0, o.limit)
     return ks
   }
 
-  test('bounds, reverse, limit and prefix agree with a model', () => {
+  test('bounds, prefix, reverse, offset and limit agree with a model', () => {
     const pick = () => String(Math.floor(Math.random() * 320)).padStart(3, '0')
     for (let i = 0; i < 400; i++) {
       const o = {}
@@ -284,6 +285,7 @@ describe('ranges', () => {
       if (Math.random() < 0.4) o[Math.random() < 0.5 ? 'lt' : 'lte'] = pick()
       if (Math.random() < 0.3) o.prefix = pick().slice(0, 1 + Math.floor(Math.random() * 2))
       if (Math.random() < 0.5) o.reverse = true
+      if (Math.random() < 0.2) o.offset = Math.floor(Math.random() * 30)
       if (Math.random() < 0.3) o.limit = Math.floor(Math.random() * 50)
       const want = model(o)
       assert.deepEqual([...t.keys(o)].map(str), want, JSON.stringify(o))
@@ -291,6 +293,30 @@ describe('ranges', () => {
       assert.deepEqual(entries.map(([k]) => str(k)), want, JSON.stringify(o))
       for (const [k, v] of entries) assert.equal(str(v), `v${k}`)
     }
+  })
+
+  test('unknown option names and two bounds on one side are INVALID_ARGUMENT', () => {
+    // lmdb-style names are not aliases: they would widen the range silently.
+    for (const o of [{ start: 'c' }, { end: 'c' }, { gte: 'a', lmit: 3 }]) {
+      assert.throws(() => t.range(o), code('INVALID_ARGUMENT'), JSON.stringify(o))
+      assert.throws(() => t.keys(o), code('INVALID_ARGUMENT'), JSON.stringify(o))
+    }
+    assert.throws(() => t.range({ start: 'c' }), /unknown range option "start"/)
+    for (const o of [{ gt: '100', gte: '100' }, { gt: '200', gte: '100' }, { lt: '100', lte: '200' }]) {
+      assert.throws(() => t.keys(o), code('INVALID_ARGUMENT'), JSON.stringify(o))
+    }
+    for (const o of [{ limit: -1 }, { limit: 1.5 }, { offset: -1 }, { reverse: 'yes' }, { gt: 42 }, { prefix: {} }]) {
+      assert.throws(() => t.keys(o), code('INVALID_ARGUMENT'), JSON.stringify(o))
+    }
+    assert.throws(() => t.keys('gt'), code('INVALID_ARGUMENT'))
+    // A missing value is the same as leaving the option out.
+    assert.equal([...t.keys({ gt: undefined, limit: null })].length, 300)
+  })
+
+  test('offset skips after the direction, limit counts after the offset', () => {
+    assert.deepEqual([...t.keys({ prefix: '1', reverse: true, offset: 5, limit: 3 })].map(str), ['194', '193', '192'])
+    assert.deepEqual([...t.range({ gte: '290', offset: 8 })].map(([k]) => str(k)), ['298', '299'])
+    assert.deepEqual([...t.keys({ offset: 300 })], [])
   })
 
   test('async iteration, early exit and batch boundaries', async () => {

@@ -41,7 +41,7 @@ async function main(path: string): Promise<void> {
   const s: string = await tree.transaction((txn) => (txn.has('x') ? 'yes' : 'no'))
   const bytes: number = await tree.putFile('f', '/dev/null')
   await tree.flushed()
-  const ro: RangeOptions = { gte: 'a', lt: Buffer.from('z'), prefix: 'p', reverse: true, limit: 10 }
+  const ro: RangeOptions = { gte: 'a', lt: Buffer.from('z'), prefix: 'p', reverse: true, offset: 2, limit: 10 }
   const range: Range = tree.range(ro)
   for (const [key, value] of range) {
     const kv: [Buffer, Buffer] = [key, value]

@@ -55,56 +55,72 @@ fn bad_bytes(env: sys::napi_env) -> napi::Error {
     )
 }
 
+/// The bytes of a view, an `ArrayBuffer` or a string; `None` for anything
+/// else.
+///
+/// # Safety
+/// `v` is a live value of the current call; a borrowed slice is valid for
+/// that call only.
+#[inline]
+unsafe fn view_or_string<'a>(env: sys::napi_env, v: sys::napi_value) -> Result<Option<Bytes<'a>>> {
+    let mut data = ptr::null_mut();
+    let mut len = 0usize;
+    // SAFETY: napi_get_buffer_info accepts any ArrayBufferView and fails
+    // (without throwing) for anything else. The view's memory stays put
+    // for the duration of the call that received it.
+    if unsafe { sys::napi_get_buffer_info(env, v, &mut data, &mut len) } == sys::Status::napi_ok {
+        let s: &[u8] = if len == 0 || data.is_null() {
+            &[]
+        } else {
+            // SAFETY: as above.
+            unsafe { std::slice::from_raw_parts(data.cast(), len) }
+        };
+        return Ok(Some(Bytes::Slice(s)));
+    }
+    match js::type_of(env, v)? {
+        sys::ValueType::napi_string => {
+            let mut n = 0usize;
+            // SAFETY: the first call asks for the length, the second
+            // fills a buffer one byte longer (for the NUL it writes).
+            unsafe {
+                js::check(sys::napi_get_value_string_utf8(env, v, ptr::null_mut(), 0, &mut n), "string")?;
+                let mut buf = vec![0u8; n + 1];
+                let mut got = 0usize;
+                js::check(sys::napi_get_value_string_utf8(env, v, buf.as_mut_ptr().cast(), n + 1, &mut got), "string")?;
+                buf.truncate(got);
+                Ok(Some(Bytes::Owned(buf)))
+            }
+        }
+        sys::ValueType::napi_object => {
+            let mut is_ab = false;
+            // SAFETY: plain queries on a live object.
+            unsafe {
+                js::check(sys::napi_is_arraybuffer(env, v, &mut is_ab), "arraybuffer")?;
+                if is_ab {
+                    js::check(sys::napi_get_arraybuffer_info(env, v, &mut data, &mut len), "arraybuffer")?;
+                    let s: &[u8] =
+                        if len == 0 || data.is_null() { &[] } else { std::slice::from_raw_parts(data.cast(), len) };
+                    return Ok(Some(Bytes::Slice(s)));
+                }
+            }
+            Ok(None)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// A copy of the bytes of a view, an `ArrayBuffer` or a string, or `None`.
+pub fn bytes_of(env: sys::napi_env, v: sys::napi_value) -> Result<Option<Vec<u8>>> {
+    // SAFETY: v is a value of the current call; the bytes are copied out
+    // before it returns.
+    Ok(unsafe { view_or_string(env, v) }?.map(Bytes::into_vec))
+}
+
 impl FromNapiValue for Bytes<'_> {
     #[inline]
     unsafe fn from_napi_value(env: sys::napi_env, v: sys::napi_value) -> Result<Self> {
-        let mut data = ptr::null_mut();
-        let mut len = 0usize;
-        // SAFETY: napi_get_buffer_info accepts any ArrayBufferView and fails
-        // (without throwing) for anything else. The view's memory stays put
-        // for the duration of the call that received it.
-        if unsafe { sys::napi_get_buffer_info(env, v, &mut data, &mut len) } == sys::Status::napi_ok {
-            let s: &[u8] = if len == 0 || data.is_null() {
-                &[]
-            } else {
-                // SAFETY: as above.
-                unsafe { std::slice::from_raw_parts(data.cast(), len) }
-            };
-            return Ok(Bytes::Slice(s));
-        }
-        match js::type_of(env, v)? {
-            sys::ValueType::napi_string => {
-                let mut n = 0usize;
-                // SAFETY: the first call asks for the length, the second
-                // fills a buffer one byte longer (for the NUL it writes).
-                unsafe {
-                    js::check(sys::napi_get_value_string_utf8(env, v, ptr::null_mut(), 0, &mut n), "string")?;
-                    let mut buf = vec![0u8; n + 1];
-                    let mut got = 0usize;
-                    js::check(
-                        sys::napi_get_value_string_utf8(env, v, buf.as_mut_ptr().cast(), n + 1, &mut got),
-                        "string",
-                    )?;
-                    buf.truncate(got);
-                    Ok(Bytes::Owned(buf))
-                }
-            }
-            sys::ValueType::napi_object => {
-                let mut is_ab = false;
-                // SAFETY: plain queries on a live object.
-                unsafe {
-                    js::check(sys::napi_is_arraybuffer(env, v, &mut is_ab), "arraybuffer")?;
-                    if is_ab {
-                        js::check(sys::napi_get_arraybuffer_info(env, v, &mut data, &mut len), "arraybuffer")?;
-                        let s: &[u8] =
-                            if len == 0 || data.is_null() { &[] } else { std::slice::from_raw_parts(data.cast(), len) };
-                        return Ok(Bytes::Slice(s));
-                    }
-                }
-                Err(bad_bytes(env))
-            }
-            _ => Err(bad_bytes(env)),
-        }
+        // SAFETY: forwarded contract.
+        unsafe { view_or_string(env, v) }?.ok_or_else(|| bad_bytes(env))
     }
 }
 
@@ -118,27 +134,6 @@ impl TypeName for Bytes<'_> {
 }
 
 impl ValidateNapiValue for Bytes<'_> {}
-
-/// An owned key or value, for option objects.
-pub struct OwnedBytes(pub Vec<u8>);
-
-impl FromNapiValue for OwnedBytes {
-    unsafe fn from_napi_value(env: sys::napi_env, v: sys::napi_value) -> Result<Self> {
-        // SAFETY: forwarded contract.
-        Ok(OwnedBytes(unsafe { Bytes::from_napi_value(env, v) }?.into_vec()))
-    }
-}
-
-impl TypeName for OwnedBytes {
-    fn type_name() -> &'static str {
-        "Buffer | Uint8Array | ArrayBuffer | string"
-    }
-    fn value_type() -> ValueType {
-        ValueType::Unknown
-    }
-}
-
-impl ValidateNapiValue for OwnedBytes {}
 
 /// The whole value as a new JS-owned Buffer.
 pub fn value_buffer(env: sys::napi_env, v: &ValueRef<'_>) -> Result<std::result::Result<sys::napi_value, bale::Error>> {

@@ -106,6 +106,40 @@ fn get_property(env: sys::napi_env, obj: sys::napi_value, name: &std::ffi::CStr)
     Ok(v)
 }
 
+/// The own enumerable string-keyed properties of `obj` (as `Object.keys`
+/// lists them) with their values.
+pub fn own_properties(env: sys::napi_env, obj: sys::napi_value) -> Result<Vec<(String, sys::napi_value)>> {
+    let mut names = ptr::null_mut();
+    // SAFETY: obj is an object of this call.
+    check(
+        unsafe {
+            sys::napi_get_all_property_names(
+                env,
+                obj,
+                sys::KeyCollectionMode::own_only,
+                sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
+                sys::KeyConversion::numbers_to_strings,
+                &mut names,
+            )
+        },
+        "property names",
+    )?;
+    let mut n = 0u32;
+    // SAFETY: names is the array just made.
+    check(unsafe { sys::napi_get_array_length(env, names, &mut n) }, "array length")?;
+    let mut out = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        let (mut key, mut v) = (ptr::null_mut(), ptr::null_mut());
+        // SAFETY: i is within the array; key is one of obj's own names.
+        unsafe {
+            check(sys::napi_get_element(env, names, i, &mut key), "property name")?;
+            check(sys::napi_get_property(env, obj, key, &mut v), "property")?;
+            out.push((String::from_napi_value(env, key)?, v));
+        }
+    }
+    Ok(out)
+}
+
 pub fn type_of(env: sys::napi_env, v: sys::napi_value) -> Result<sys::napi_valuetype> {
     let mut t = 0;
     // SAFETY: v is a value of this call.

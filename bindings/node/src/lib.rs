@@ -22,7 +22,7 @@ use napi_derive::napi;
 
 pub use error::{error_codes, error_for_code};
 pub use fast::fast_paths;
-pub use range::{KeyRange, Range, RangeOptions};
+pub use range::{KeyRange, Range};
 pub use store::{CheckReport, CompactReport, OpenOptions, Stat, Tree};
 pub use txn::Txn;
 pub use value::ValueReader;

@@ -3,100 +3,68 @@
 //! entries (about `BATCH_BYTES`) into one new JS-owned Buffer, and the
 //! iterators in `index.js` cut it into per-entry views. One Buffer object per
 //! batch instead of two per entry is what makes scans cheap: creating a
-//! Buffer through Node-API costs far more than copying 100 bytes. Each batch
-//! re-seeks past the last key it returned, as the core's `OwnedRange` does.
+//! Buffer through Node-API costs far more than copying 100 bytes. The options
+//! object becomes the core's `RangeRequest` (which checks it), and each batch
+//! is one run of its `RangeScan`, which goes on past the last key taken.
 //! `_nextAsync` fills a batch on the thread pool instead.
 
-use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use bale::btree::{ValueRef, prefix_end};
-use bale::{ReadOps, ReadTxn};
-use napi::bindgen_prelude::AsyncTask;
+use bale::ReadTxn;
+use bale::btree::{OptionValue, RangeRequest, RangeScan, Step, ValueRef, options_not_an_object};
+use napi::bindgen_prelude::{AsyncTask, FromNapiValue};
 use napi::{Env, Result, Task, sys};
 use napi_derive::napi;
 
-use crate::convert::OwnedBytes;
+use crate::convert::bytes_of;
 use crate::error::{self, OrThrow};
 use crate::js::{self, Raw};
-use crate::store::{Tree, to_u64};
+use crate::store::Tree;
 
 /// Entries per batch, and bytes after which a batch ends early (a batch
 /// holding one large value is as big as that value).
 const BATCH_ENTRIES: usize = 1024;
 const BATCH_BYTES: usize = 64 << 10;
 
-/// Bounds and direction of a range. `prefix` intersects with the others.
-#[napi(object, object_to_js = false)]
-pub struct RangeOptions {
-    #[napi(ts_type = "Key")]
-    pub gt: Option<OwnedBytes>,
-    #[napi(ts_type = "Key")]
-    pub gte: Option<OwnedBytes>,
-    #[napi(ts_type = "Key")]
-    pub lt: Option<OwnedBytes>,
-    #[napi(ts_type = "Key")]
-    pub lte: Option<OwnedBytes>,
-    /// Only keys starting with these bytes.
-    #[napi(ts_type = "Key")]
-    pub prefix: Option<OwnedBytes>,
-    /// Descending order.
-    pub reverse: Option<bool>,
-    /// At most this many entries.
-    pub limit: Option<f64>,
+/// An option's value for the core, or `None` for `undefined` and `null`
+/// (the same as leaving the option out).
+fn option_value(env: sys::napi_env, v: sys::napi_value) -> Result<Option<OptionValue>> {
+    use sys::ValueType as T;
+    // SAFETY (each conversion): the value was just found to be of that type.
+    Ok(Some(match js::type_of(env, v)? {
+        T::napi_undefined | T::napi_null => return Ok(None),
+        T::napi_string => OptionValue::Text(unsafe { String::from_napi_value(env, v) }?),
+        T::napi_boolean => OptionValue::Bool(unsafe { bool::from_napi_value(env, v) }?),
+        T::napi_number => OptionValue::Number(unsafe { f64::from_napi_value(env, v) }?),
+        T::napi_object => match bytes_of(env, v)? {
+            Some(b) => OptionValue::Bytes(b),
+            None => OptionValue::Other("an object".into()),
+        },
+        T::napi_function => OptionValue::Other("a function".into()),
+        T::napi_bigint => OptionValue::Other("a bigint".into()),
+        T::napi_symbol => OptionValue::Other("a symbol".into()),
+        _ => OptionValue::Other("an external value".into()),
+    }))
 }
 
-/// The tighter of two lower bounds.
-fn max_start(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
-    use Bound::*;
-    match (a, b) {
-        (Unbounded, x) | (x, Unbounded) => x,
-        (Included(x), Included(y)) => Included(x.max(y)),
-        (Excluded(x), Excluded(y)) => Excluded(x.max(y)),
-        (Included(i), Excluded(e)) | (Excluded(e), Included(i)) => {
-            if i > e {
-                Included(i)
-            } else {
-                Excluded(e)
+/// The options object as the core's request: every own enumerable property
+/// goes to `RangeRequest::set`, which checks its name and value, so a name
+/// the core does not know fails instead of being ignored.
+fn request(env: &Env, options: Option<Raw>) -> Result<RangeScan> {
+    let raw = env.raw();
+    let mut req = RangeRequest::default();
+    if let Some(Raw(o)) = options {
+        if js::type_of(raw, o)? != sys::ValueType::napi_object {
+            let got = option_value(raw, o)?.map_or_else(|| "nothing".to_owned(), |v| v.to_string());
+            return Err(error::to_napi(raw, &options_not_an_object(&got)));
+        }
+        for (name, v) in js::own_properties(raw, o)? {
+            if let Some(v) = option_value(raw, v)? {
+                req.set(&name, v).or_throw(env)?;
             }
         }
     }
-}
-
-/// The tighter of two upper bounds.
-fn min_end(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
-    use Bound::*;
-    match (a, b) {
-        (Unbounded, x) | (x, Unbounded) => x,
-        (Included(x), Included(y)) => Included(x.min(y)),
-        (Excluded(x), Excluded(y)) => Excluded(x.min(y)),
-        (Included(i), Excluded(e)) | (Excluded(e), Included(i)) => {
-            if i < e {
-                Included(i)
-            } else {
-                Excluded(e)
-            }
-        }
-    }
-}
-
-fn bound_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
-    match b {
-        Bound::Included(k) => Bound::Included(k),
-        Bound::Excluded(k) => Bound::Excluded(k),
-        Bound::Unbounded => Bound::Unbounded,
-    }
-}
-
-/// Where a range stands between batches.
-pub struct Cursor {
-    /// `None` once the range is exhausted, failed or closed.
-    txn: Option<Arc<ReadTxn>>,
-    start: Bound<Vec<u8>>,
-    end: Bound<Vec<u8>>,
-    reverse: bool,
-    remaining: Option<u64>,
-    keys_only: bool,
+    req.scan().or_throw(env)
 }
 
 /// One batch: the items' lengths and their bytes back to back (keys, or
@@ -157,48 +125,19 @@ impl Batch {
     }
 }
 
+/// Where a range stands between batches.
+pub struct Cursor {
+    /// `None` once the range is exhausted, failed or closed.
+    txn: Option<Arc<ReadTxn>>,
+    scan: RangeScan,
+    keys_only: bool,
+}
+
 impl Cursor {
-    fn new(env: &Env, txn: Arc<ReadTxn>, o: Option<RangeOptions>, keys_only: bool) -> Result<Cursor> {
-        let mut c = Cursor {
-            txn: Some(txn),
-            start: Bound::Unbounded,
-            end: Bound::Unbounded,
-            reverse: false,
-            remaining: None,
-            keys_only,
-        };
-        if let Some(o) = o {
-            let mut start = Bound::Unbounded;
-            let mut end = Bound::Unbounded;
-            if let Some(k) = o.gt {
-                start = max_start(start, Bound::Excluded(k.0));
-            }
-            if let Some(k) = o.gte {
-                start = max_start(start, Bound::Included(k.0));
-            }
-            if let Some(k) = o.lt {
-                end = min_end(end, Bound::Excluded(k.0));
-            }
-            if let Some(k) = o.lte {
-                end = min_end(end, Bound::Included(k.0));
-            }
-            if let Some(p) = o.prefix {
-                if let Some(e) = prefix_end(&p.0) {
-                    end = min_end(end, Bound::Excluded(e));
-                }
-                start = max_start(start, Bound::Included(p.0));
-            }
-            c.start = start;
-            c.end = end;
-            c.reverse = o.reverse.unwrap_or(false);
-            if let Some(l) = o.limit {
-                c.remaining = Some(to_u64(env, l, "limit")?);
-            }
-        }
-        if c.remaining == Some(0) {
-            c.txn = None;
-        }
-        Ok(c)
+    fn new(env: &Env, txn: Arc<ReadTxn>, options: Option<Raw>, keys_only: bool) -> Result<Cursor> {
+        let scan = request(env, options)?;
+        let txn = (!scan.is_done()).then_some(txn);
+        Ok(Cursor { txn, scan, keys_only })
     }
 
     /// The next batch (empty at the end). A large value travels alone in
@@ -214,47 +153,23 @@ impl Cursor {
     fn fill_inner(&mut self) -> bale::Result<Batch> {
         let mut out = Batch::default();
         let Some(txn) = self.txn.clone() else { return Ok(out) };
-        let max = self.remaining.map_or(BATCH_ENTRIES, |r| (r as usize).min(BATCH_ENTRIES));
-        let mut r = txn.range(bound_ref(&self.start), bound_ref(&self.end), self.reverse);
-        let (mut n, mut exhausted) = (0usize, false);
-        let mut last: Vec<u8> = Vec::new();
-        while n < max && out.data.len() < BATCH_BYTES {
-            let Some(e) = r.next_entry() else {
-                exhausted = true;
-                break;
-            };
-            let (k, v) = e?;
-            let large = !self.keys_only && v.as_inline().is_none();
+        let keys_only = self.keys_only;
+        let mut n = 0usize;
+        self.scan.run(&*txn, |k, v| {
+            let large = !keys_only && v.as_inline().is_none();
             if large && n > 0 {
                 // Not taken: the next batch starts with it.
-                break;
+                return Ok(Step::Leave);
             }
             out.push(k)?;
-            if !self.keys_only {
-                out.push_value(&v)?;
+            if !keys_only {
+                out.push_value(v)?;
             }
-            last.clear();
-            last.extend_from_slice(k);
             n += 1;
-            if large {
-                break;
-            }
-        }
-        drop(r);
-        if n > 0 {
-            if self.reverse {
-                self.end = Bound::Excluded(last);
-            } else {
-                self.start = Bound::Excluded(last);
-            }
-        }
-        if let Some(rem) = &mut self.remaining {
-            *rem -= n as u64;
-            if *rem == 0 {
-                exhausted = true;
-            }
-        }
-        if exhausted {
+            let full = large || n >= BATCH_ENTRIES || out.data.len() >= BATCH_BYTES;
+            Ok::<_, bale::Error>(if full { Step::Stop } else { Step::Next })
+        })?;
+        if self.scan.is_done() {
             self.txn = None;
         }
         Ok(out)
@@ -364,15 +279,15 @@ impl KeyRange {
 impl Tree {
     /// Entries within the bounds, in key order (or reversed), from the
     /// current snapshot. Values are read whole.
-    #[napi]
-    pub fn range(&self, env: Env, options: Option<RangeOptions>) -> Result<Range> {
+    #[napi(ts_args_type = "options?: RangeOptions")]
+    pub fn range(&self, env: Env, options: Option<Raw>) -> Result<Range> {
         let txn = self.inner.with_snap(&env, |t| Ok(t.clone()))?;
         Ok(Range { state: Arc::new(Mutex::new(Cursor::new(&env, txn, options, false)?)) })
     }
 
     /// Keys within the bounds, in key order (or reversed).
-    #[napi]
-    pub fn keys(&self, env: Env, options: Option<RangeOptions>) -> Result<KeyRange> {
+    #[napi(ts_args_type = "options?: RangeOptions")]
+    pub fn keys(&self, env: Env, options: Option<Raw>) -> Result<KeyRange> {
         let txn = self.inner.with_snap(&env, |t| Ok(t.clone()))?;
         Ok(KeyRange { state: Arc::new(Mutex::new(Cursor::new(&env, txn, options, true)?)) })
     }
