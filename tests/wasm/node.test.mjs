@@ -220,7 +220,8 @@ test('range options against a model of the expected entries', () => {
       if (hi !== undefined) o[rnd(2) ? 'lt' : 'lte'] = hi;
       if (rnd(4) === 0) o.prefix = pl[rnd(pl.length)].slice(0, 2 * rnd(3));
       if (rnd(2)) o.reverse = true;
-      if (rnd(3) === 0) o.limit = rnd(6) - 1;
+      if (rnd(4) === 0) o.offset = rnd(8);
+      if (rnd(3) === 0) o.limit = rnd(6);
       let want = all.filter(
         ([k]) =>
           (o.gt === undefined || k > o.gt) &&
@@ -230,7 +231,8 @@ test('range options against a model of the expected entries', () => {
           (o.prefix === undefined || k.startsWith(o.prefix)),
       );
       if (o.reverse) want = want.slice().reverse();
-      if (o.limit !== undefined && o.limit >= 0) want = want.slice(0, o.limit);
+      if (o.offset !== undefined) want = want.slice(o.offset);
+      if (o.limit !== undefined) want = want.slice(0, o.limit);
       const opts = {};
       for (const [name, v] of Object.entries(o)) opts[name] = typeof v === 'string' ? Buffer.from(v, 'hex') : v;
       const label = `${id} ${JSON.stringify(o)}`;
@@ -255,8 +257,16 @@ test('range options against a model of the expected entries', () => {
   );
   assert.equal([...s.range({ gt: 'z' })].length, 0);
   assert.equal([...s.range({ gt: 'key-000005', lt: 'key-000001' })].length, 0);
-  assert.equal([...s.range({ limit: -1 })].length, 2000);
-  assert.equal([...s.range({ limit: Infinity })].length, 2000);
+  assert.deepEqual(
+    [...s.keys({ prefix: 'key-0019', reverse: true, offset: 2, limit: 2 })].map((k) => Buffer.from(k).toString()),
+    ['key-001997', 'key-001996'],
+  );
+  // One rule in every package: counts are non-negative integers, and a
+  // missing value (undefined or null) is the same as no option.
+  for (const limit of [-1, Infinity, NaN, '3']) assertBaleError(() => s.range({ limit }), 'INVALID_ARGUMENT');
+  assertBaleError(() => s.range({ offset: -2 }), 'INVALID_ARGUMENT', /offset must be a non-negative integer/);
+  assertBaleError(() => s.range({ gt: 7 }), 'INVALID_ARGUMENT', /gt must be a key/);
+  assert.equal([...s.range({ gt: null, limit: undefined })].length, 2000);
 });
 
 test('stat and check', () => {

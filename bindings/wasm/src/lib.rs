@@ -19,7 +19,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use bale::btree::{Fetch, Item, OwnedRange};
+use bale::btree::{Fetch, Item, OwnedRange, RangeScan};
 use bale::io::Storage;
 use bale::{ErrorKind, Options, ReadOps, ReadTxn};
 use js_sys::{Array, Object, Reflect, Uint8Array};
@@ -27,7 +27,6 @@ use wasm_bindgen::prelude::*;
 
 pub use error::BaleError;
 use error::invalid;
-use options::RangeOptions;
 use source::{BlobSource, Bytes, CallbackSource, Counters, ReadOnly, Source};
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -49,17 +48,28 @@ export interface BaleError extends Error {
   page?: number;
 }
 
-/** Options of `Store.range()` and `Store.keys()`. Bounds combine with `prefix`. */
+/**
+ * Options of `Store.range()` and `Store.keys()`; the rules are the core's
+ * `RangeRequest` (core/src/btree/range_request.rs), the same in every bale
+ * package. Any other option name is refused with `INVALID_ARGUMENT`;
+ * `undefined` and `null` are the same as leaving an option out.
+ */
 export interface RangeOptions {
+  /** Keys after this one (at most one of `gt`/`gte`). */
   gt?: Key;
+  /** Keys from this one on. */
   gte?: Key;
+  /** Keys before this one (at most one of `lt`/`lte`). */
   lt?: Key;
+  /** Keys up to and including this one. */
   lte?: Key;
-  /** Only keys starting with these bytes. */
+  /** Only keys starting with these bytes; intersected with the bounds. */
   prefix?: Key;
   /** Descending key order. */
   reverse?: boolean;
-  /** At most this many entries; a negative number means no limit. */
+  /** Skip this many entries first, counted in the direction of travel. */
+  offset?: number;
+  /** Then yield at most this many (0: none). */
   limit?: number;
 }
 
@@ -315,8 +325,8 @@ impl Store {
 
     fn make_range(&self, options: Option<JsValue>, fetch: Fetch) -> Result<Range, BaleError> {
         let txn = self.inner()?.txn.clone();
-        let opts = RangeOptions::parse(&options.unwrap_or(JsValue::UNDEFINED))?;
-        Ok(Range { txn, opts, fetch, closed: self.closed.clone() })
+        let scan = options::range_request(&options.unwrap_or(JsValue::UNDEFINED))?;
+        Ok(Range { txn, scan, fetch, closed: self.closed.clone() })
     }
 
     /// Statistics of the store (walks the tree and the value indexes).
@@ -438,7 +448,7 @@ impl Store {
 #[wasm_bindgen]
 pub struct Range {
     txn: Arc<ReadTxn>,
-    opts: RangeOptions,
+    scan: RangeScan,
     fetch: Fetch,
     closed: Rc<Cell<bool>>,
 }
@@ -450,11 +460,7 @@ impl Range {
         if self.closed.get() {
             return Err(closed());
         }
-        let o = &self.opts;
-        let mut r = OwnedRange::new(self.txn.clone(), o.start.clone(), o.end.clone(), o.reverse, self.fetch);
-        if let Some(n) = o.limit {
-            r = r.limit(n);
-        }
+        let r = OwnedRange::from_scan(self.txn.clone(), self.scan.clone(), self.fetch);
         Ok(RangeIterator { range: Some(r), keys_only: self.fetch == Fetch::Keys, closed: self.closed.clone() })
     }
 

@@ -1,8 +1,7 @@
-//! Arguments from JS: keys (bytes or strings) and range options.
+//! Arguments from JS: keys (bytes or strings), counts, and range options
+//! (checked by the core's `RangeRequest`).
 
-use std::cmp::Ordering;
-use std::ops::Bound;
-
+use bale::btree::{OptionValue, RangeRequest, RangeScan, options_not_an_object};
 use js_sys::{Object, Reflect, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
 
@@ -32,136 +31,48 @@ pub fn count(v: f64, what: &str) -> Res<u64> {
     }
 }
 
-/// Parsed options of `range()` / `keys()`.
-#[derive(Clone, Debug)]
-pub struct RangeOptions {
-    pub start: Bound<Vec<u8>>,
-    pub end: Bound<Vec<u8>>,
-    pub reverse: bool,
-    pub limit: Option<u64>,
-}
-
-const KNOWN: [&str; 7] = ["gt", "gte", "lt", "lte", "prefix", "reverse", "limit"];
-
-fn get(o: &JsValue, name: &str) -> Res<Option<JsValue>> {
-    let v = Reflect::get(o, &JsValue::from_str(name)).map_err(|_| invalid(format!("cannot read option {name}")))?;
-    Ok((!v.is_undefined()).then_some(v))
-}
-
-/// The tighter of two lower bounds.
-fn max_lower(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
-    match (&a, &b) {
-        (Bound::Unbounded, _) => b,
-        (_, Bound::Unbounded) => a,
-        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => match x.cmp(y) {
-            Ordering::Greater => a,
-            Ordering::Less => b,
-            Ordering::Equal => {
-                if matches!(a, Bound::Excluded(_)) {
-                    a
-                } else {
-                    b
-                }
-            }
-        },
+/// An option's value for the core, or `None` for `undefined` and `null`
+/// (the same as leaving the option out).
+fn option_value(v: &JsValue) -> Option<OptionValue> {
+    if v.is_undefined() || v.is_null() {
+        return None;
     }
+    Some(if let Some(s) = v.as_string() {
+        OptionValue::Text(s)
+    } else if let Some(b) = v.as_bool() {
+        OptionValue::Bool(b)
+    } else if let Some(n) = v.as_f64() {
+        OptionValue::Number(n)
+    } else if let Ok(b) = key(v, "") {
+        OptionValue::Bytes(b)
+    } else if v.is_function() {
+        OptionValue::Other("a function".into())
+    } else if v.is_object() {
+        OptionValue::Other("an object".into())
+    } else {
+        // A bigint or a symbol.
+        OptionValue::Other(format!("a {}", v.js_typeof().as_string().unwrap_or_default()))
+    })
 }
 
-/// The tighter of two upper bounds.
-fn min_upper(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
-    match (&a, &b) {
-        (Bound::Unbounded, _) => b,
-        (_, Bound::Unbounded) => a,
-        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => match x.cmp(y) {
-            Ordering::Less => a,
-            Ordering::Greater => b,
-            Ordering::Equal => {
-                if matches!(a, Bound::Excluded(_)) {
-                    a
-                } else {
-                    b
-                }
-            }
-        },
-    }
-}
-
-impl RangeOptions {
-    /// Parses `undefined`, `null` or an options object; unknown option
-    /// names are refused so that a typo does not widen a range silently.
-    pub fn parse(v: &JsValue) -> Res<RangeOptions> {
-        let mut o = RangeOptions { start: Bound::Unbounded, end: Bound::Unbounded, reverse: false, limit: None };
-        if v.is_undefined() || v.is_null() {
-            return Ok(o);
-        }
-        if !v.is_object() {
-            return Err(invalid("range options must be an object"));
+/// The options of `range()` / `keys()` as the core's request: every own
+/// enumerable property goes to `RangeRequest::set`, which checks its name
+/// and value, so a name the core does not know fails instead of being
+/// ignored.
+pub fn range_request(v: &JsValue) -> Res<RangeScan> {
+    let mut req = RangeRequest::default();
+    if let Some(got) = option_value(v) {
+        if !v.is_object() || v.is_function() {
+            return Err(options_not_an_object(&got.to_string()).into());
         }
         for name in Object::keys(v.unchecked_ref::<Object>()).iter() {
             let name = name.as_string().unwrap_or_default();
-            if !KNOWN.contains(&name.as_str()) {
-                return Err(invalid(format!("unknown range option {name:?} (known: {})", KNOWN.join(", "))));
+            let value = Reflect::get(v, &JsValue::from_str(&name))
+                .map_err(|_| invalid(format!("cannot read range option {name}")))?;
+            if let Some(value) = option_value(&value) {
+                req.set(&name, value)?;
             }
         }
-        let gt = get(v, "gt")?.map(|k| key(&k, "gt")).transpose()?;
-        let gte = get(v, "gte")?.map(|k| key(&k, "gte")).transpose()?;
-        let lt = get(v, "lt")?.map(|k| key(&k, "lt")).transpose()?;
-        let lte = get(v, "lte")?.map(|k| key(&k, "lte")).transpose()?;
-        o.start = match (gt, gte) {
-            (Some(_), Some(_)) => return Err(invalid("give gt or gte, not both")),
-            (Some(k), None) => Bound::Excluded(k),
-            (None, Some(k)) => Bound::Included(k),
-            (None, None) => Bound::Unbounded,
-        };
-        o.end = match (lt, lte) {
-            (Some(_), Some(_)) => return Err(invalid("give lt or lte, not both")),
-            (Some(k), None) => Bound::Excluded(k),
-            (None, Some(k)) => Bound::Included(k),
-            (None, None) => Bound::Unbounded,
-        };
-        if let Some(p) = get(v, "prefix")? {
-            let p = key(&p, "prefix")?;
-            let end = match bale::btree::prefix_end(&p) {
-                Some(e) => Bound::Excluded(e),
-                None => Bound::Unbounded,
-            };
-            o.start = max_lower(o.start, Bound::Included(p));
-            o.end = min_upper(o.end, end);
-        }
-        if let Some(r) = get(v, "reverse")? {
-            o.reverse = r.as_bool().ok_or_else(|| invalid("reverse must be a boolean"))?;
-        }
-        if let Some(l) = get(v, "limit")? {
-            let n = l.as_f64().filter(|n| !n.is_nan()).ok_or_else(|| invalid("limit must be a number"))?;
-            if n >= 0.0 && n.is_finite() {
-                if n.fract() != 0.0 {
-                    return Err(invalid(format!("limit must be an integer, not {n}")));
-                }
-                o.limit = Some(n as u64);
-            }
-        }
-        Ok(o)
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn inc(k: &[u8]) -> Bound<Vec<u8>> {
-        Bound::Included(k.to_vec())
-    }
-    fn exc(k: &[u8]) -> Bound<Vec<u8>> {
-        Bound::Excluded(k.to_vec())
-    }
-
-    #[test]
-    fn bounds_intersect() {
-        assert_eq!(max_lower(inc(b"a"), exc(b"a")), exc(b"a"));
-        assert_eq!(max_lower(exc(b"a"), inc(b"b")), inc(b"b"));
-        assert_eq!(max_lower(Bound::Unbounded, inc(b"b")), inc(b"b"));
-        assert_eq!(min_upper(inc(b"z"), exc(b"z")), exc(b"z"));
-        assert_eq!(min_upper(exc(b"y"), inc(b"z")), exc(b"y"));
-        assert_eq!(min_upper(inc(b"y"), Bound::Unbounded), inc(b"y"));
-    }
+    Ok(req.scan()?)
 }
