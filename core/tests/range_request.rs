@@ -87,15 +87,21 @@ fn batched<R: ReadOps>(r: &R, req: RangeRequest, rng: &mut ChaCha8Rng) -> Vec<Ve
     out
 }
 
-#[test]
-fn requests_agree_with_the_model_however_they_are_run() {
-    let all = keys();
+/// A store in memory holding `all`.
+fn store_of(all: &BTreeSet<Vec<u8>>) -> Store {
     let store = Store::open_storage(Arc::new(MemStorage::new()), Options::create()).unwrap();
     let mut w = store.write().unwrap();
-    for k in &all {
+    for k in all {
         w.put(k, &[k.len() as u8]).unwrap();
     }
     w.commit().unwrap();
+    store
+}
+
+#[test]
+fn requests_agree_with_the_model_however_they_are_run() {
+    let all = keys();
+    let store = store_of(&all);
     let snap = Arc::new(store.read().unwrap());
     let mut probes: Vec<Vec<u8>> = all.iter().step_by(37).cloned().collect();
     probes.extend([b"a\x01".to_vec(), b"m0350\0".to_vec(), b"z".to_vec(), b"\xff\xff\xff\xff".to_vec()]);
@@ -129,12 +135,7 @@ fn requests_agree_with_the_model_however_they_are_run() {
 #[test]
 fn edge_cases_by_name() {
     let all = keys();
-    let store = Store::open_storage(Arc::new(MemStorage::new()), Options::create()).unwrap();
-    let mut w = store.write().unwrap();
-    for k in &all {
-        w.put(k, b"v").unwrap();
-    }
-    w.commit().unwrap();
+    let store = store_of(&all);
     let snap = store.read().unwrap();
     let run = |opts: &[(&str, OptionValue)]| -> bale::Result<Vec<Vec<u8>>> {
         let mut req = RangeRequest::default();

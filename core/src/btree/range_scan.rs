@@ -48,6 +48,13 @@ fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
     }
 }
 
+/// Every key, ascending.
+impl Default for RangeScan {
+    fn default() -> RangeScan {
+        RangeScan::new(Bound::Unbounded, Bound::Unbounded, false)
+    }
+}
+
 impl RangeScan {
     /// Every key within `start..end`, ascending or descending.
     pub fn new(start: Bound<Vec<u8>>, end: Bound<Vec<u8>>, reverse: bool) -> RangeScan {
