@@ -251,17 +251,20 @@ def test_conflict_after_compaction_elsewhere(path, tree):
 # ---------------------------------------------------------------- ranges
 
 
-def model_range(keys, start=None, stop=None, prefix=None, reverse=False, include_stop=False):
+def model_range(keys, start=None, stop=None, prefix=None, reverse=False, include_stop=False, gt=None, offset=0, limit=None):
     out = []
     for k in sorted(keys):
         if start is not None and k < start:
+            continue
+        if gt is not None and k <= gt:
             continue
         if stop is not None and (k > stop or (k == stop and not include_stop)):
             continue
         if prefix is not None and not k.startswith(prefix):
             continue
         out.append(k)
-    return out[::-1] if reverse else out
+    out = out[::-1] if reverse else out
+    return out[offset:][:limit]
 
 
 def test_ranges_match_a_model(tree):
@@ -281,6 +284,12 @@ def test_ranges_match_a_model(tree):
                 reverse=rng.random() < 0.5,
                 include_stop=rng.random() < 0.5,
             )
+            if rng.random() < 0.3:
+                kw["gt"] = kw.pop("start")
+            if rng.random() < 0.3:
+                kw["offset"] = rng.randint(0, 40)
+            if rng.random() < 0.3:
+                kw["limit"] = rng.randint(0, 60)
             want = model_range(keys, **kw)
             assert list(snap.keys(**kw)) == want, kw
             if rng.random() < 0.1:
@@ -290,6 +299,46 @@ def test_ranges_match_a_model(tree):
     assert list(tree.keys(b"m00010", b"m00012", include_stop=True, reverse=True)) == [b"m00012", b"m00011", b"m00010"]
     assert list(tree.keys(b"z", b"a")) == []
     assert isinstance(iter(tree), bale.RangeIterator) and str(bale.RangeIterator[bytes]) == "bale.RangeIterator[bytes]"
+
+
+def test_range_options_follow_the_core_rules(tree):
+    tree.update({b"%03d" % i: b"v" for i in range(300)})
+    assert list(tree.keys(gt=b"100", lte=b"103")) == [b"101", b"102", b"103"]
+    assert list(tree.keys(prefix=b"1", reverse=True, offset=5, limit=3)) == [b"194", b"193", b"192"]
+    assert list(tree.items(b"290", offset=8)) == [(b"298", b"v"), (b"299", b"v")]
+    assert list(tree.keys(limit=0)) == [] and list(tree.keys(offset=300)) == []
+    assert list(tree.keys(b"200", b"100")) == [] and list(tree.keys(gt=b"100", lt=b"100")) == []
+    assert len(list(tree.keys(gt=None, limit=None, include_stop=None))) == 300  # None is no option
+    with tree.read() as snap:
+        for bad in [
+            dict(gt=b"1", gte=b"2"),
+            dict(lt=b"1", lte=b"2"),
+            dict(start=b"1", gte=b"2"),  # start is gte
+            dict(stop=b"1", lt=b"2"),  # stop is lt
+            dict(stop=b"1", lte=b"2", include_stop=True),
+            dict(limit=-1),
+            dict(limit=1.5),
+            dict(offset=-2),
+            dict(limit="3"),
+            dict(reverse="yes"),
+            dict(gt="text"),  # keys are bytes-like
+            dict(start=42),
+            dict(include_stop=1),
+            dict(end=b"x"),
+            dict(lmit=3),
+        ]:
+            for call in (tree.keys, snap.values, tree.items):
+                with pytest.raises(bale.InvalidArgumentError) as info:
+                    call(**bad)
+                assert info.value.code == "INVALID_ARGUMENT", bad
+    with pytest.raises(bale.InvalidArgumentError, match='unknown range option "lmit"'):
+        tree.keys(lmit=3)
+    with pytest.raises(bale.InvalidArgumentError, match="limit must be a non-negative integer, not -1"):
+        tree.keys(limit=-1)
+    with tree.write() as txn:
+        with pytest.raises(bale.InvalidArgumentError):
+            txn.keys(gt=b"1", gte=b"1")
+        assert list(txn.keys(gte=b"298")) == [b"298", b"299"]
 
 
 def test_ranges_inside_a_write_transaction(tree):

@@ -1,19 +1,20 @@
-//! Range iterators. Entries are fetched in batches (16, growing to 512)
-//! straight into Python objects, so each `__next__` only pops one; between
-//! batches nothing is borrowed and the next batch seeks past the last key.
+//! Range iterators, and the one place where range arguments become the
+//! core's `RangeRequest`. Entries are fetched in batches (16, growing to
+//! 512) straight into Python objects, so each `__next__` only pops one;
+//! between batches nothing is borrowed, and each batch is one run of the
+//! request's `RangeScan`, which goes on past the last key taken.
 
 use std::collections::VecDeque;
-use std::ops::Bound as KeyBound;
 use std::sync::Arc;
 
-use bale::btree::ValueRef;
+use bale::btree::{OptionValue, RangeRequest, RangeScan, Step, ValueRef};
 use bale::{ReadOps, ReadTxn};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyTuple, PyType};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyTuple, PyType};
 
 use crate::store::value_bytes;
 use crate::txn::Transaction;
-use crate::{Fail, ForkSafe, closed_error};
+use crate::{CoreResult, Data, Fail, ForkSafe, closed_error};
 
 const FIRST_BATCH: usize = 16;
 const MAX_BATCH: usize = 512;
@@ -39,9 +40,7 @@ pub struct RangeIterator {
     /// `None` once exhausted, which releases the snapshot.
     src: Option<Source>,
     kind: Kind,
-    lo: KeyBound<Vec<u8>>,
-    hi: KeyBound<Vec<u8>>,
-    reverse: bool,
+    scan: RangeScan,
     /// Read batches with the GIL released (no memory map: page reads are
     /// system calls).
     detach: bool,
@@ -50,62 +49,91 @@ pub struct RangeIterator {
     end: bool,
 }
 
-fn bref(b: &KeyBound<Vec<u8>>) -> KeyBound<&[u8]> {
-    match b {
-        KeyBound::Included(k) => KeyBound::Included(k),
-        KeyBound::Excluded(k) => KeyBound::Excluded(k),
-        KeyBound::Unbounded => KeyBound::Unbounded,
-    }
-}
-
-/// Where a batch stopped.
-struct Stop {
-    end: bool,
-    last: Option<Vec<u8>>,
-}
-
-/// Walks up to `max` entries of the range, handing each to `f` (which
-/// returns the bytes it kept).
-fn scan<R: ReadOps + ?Sized>(
+/// Runs one batch of the scan: at most `max` entries, each handed to `f`
+/// (which returns the bytes it kept), and fewer once they hold
+/// `BATCH_BYTES`.
+fn batch<R: ReadOps + ?Sized>(
     r: &R,
-    lo: &KeyBound<Vec<u8>>,
-    hi: &KeyBound<Vec<u8>>,
-    reverse: bool,
+    scan: &mut RangeScan,
     max: usize,
     mut f: impl FnMut(&[u8], &ValueRef<'_>) -> Result<usize, Fail>,
-) -> Result<Stop, Fail> {
-    let mut range = r.range(bref(lo), bref(hi), reverse);
+) -> Result<(), Fail> {
     let (mut n, mut bytes) = (0, 0);
-    loop {
-        match range.next_entry() {
-            None => return Ok(Stop { end: true, last: None }),
-            Some(Err(e)) => return Err(e.into()),
-            Some(Ok((k, v))) => {
-                bytes += f(k, &v)?;
-                n += 1;
-                if n >= max || bytes >= BATCH_BYTES {
-                    return Ok(Stop { end: false, last: Some(k.to_vec()) });
-                }
+    scan.run(r, |k, v| {
+        bytes += f(k, v)?;
+        n += 1;
+        Ok(if n >= max || bytes >= BATCH_BYTES { Step::Stop } else { Step::Next })
+    })
+}
+
+/// A positional bound of `keys`/`values`/`items` (`start`, `stop`).
+pub type RangeArg<'py> = Option<Bound<'py, PyAny>>;
+/// Their keyword options (`**options`).
+pub type RangeKwargs<'py> = Bound<'py, PyDict>;
+
+/// An option's value for the core, or `None` for `None` (the same as
+/// leaving the option out). Keys are bytes-like objects; a `str` is not.
+fn option_value(v: &Bound<'_, PyAny>) -> Option<OptionValue> {
+    if v.is_none() {
+        return None;
+    }
+    Some(if let Ok(b) = v.cast::<PyBool>() {
+        OptionValue::Bool(b.is_true())
+    } else if v.is_instance_of::<PyInt>() {
+        // Past i64, as a float: still a huge count, or still negative.
+        v.extract().map(OptionValue::Int).unwrap_or_else(|_| OptionValue::Number(v.extract().unwrap_or(f64::NAN)))
+    } else if let Ok(f) = v.cast::<PyFloat>() {
+        OptionValue::Number(f.value())
+    } else if let Ok(d) = v.extract::<Data<'_>>() {
+        OptionValue::Bytes(d.to_vec())
+    } else {
+        OptionValue::Other(v.get_type().name().map_or_else(|_| "an object".into(), |n| format!("'{n}'")))
+    })
+}
+
+/// The arguments of `keys`/`values`/`items` as the core's request, which
+/// checks them: `start` is `gte`; `stop` is `lt`, or `lte` with
+/// `include_stop=True`; every other keyword goes to `RangeRequest::set` by
+/// its name, so an unknown one is `INVALID_ARGUMENT` like a bad value.
+pub(crate) fn range_request(
+    py: Python<'_>,
+    start: RangeArg<'_>,
+    stop: RangeArg<'_>,
+    options: Option<RangeKwargs<'_>>,
+) -> PyResult<RangeScan> {
+    let mut named = Vec::new();
+    let mut include_stop = false;
+    for (name, v) in options.iter().flat_map(|d| d.iter()) {
+        let name: String = name.extract()?;
+        match (name.as_str(), option_value(&v)) {
+            (_, None) => {}
+            ("include_stop", Some(OptionValue::Bool(b))) => include_stop = b,
+            ("include_stop", Some(other)) => {
+                let msg = format!("include_stop must be a boolean, not {other}");
+                return Err(bale::Error::new(bale::ErrorKind::InvalidArgument, msg)).py(py);
             }
+            (_, Some(v)) => named.push((name, v)),
         }
     }
+    let mut req = RangeRequest::default();
+    let stop_name = if include_stop { "lte" } else { "lt" };
+    for (name, v) in [("gte", start), (stop_name, stop)] {
+        if let Some(v) = v.as_ref().and_then(option_value) {
+            req.set(name, v).py(py)?;
+        }
+    }
+    for (name, v) in named {
+        req.set(&name, v).py(py)?;
+    }
+    req.scan().py(py)
 }
 
 impl RangeIterator {
-    pub(crate) fn new(
-        src: Source,
-        kind: Kind,
-        lo: KeyBound<Vec<u8>>,
-        hi: KeyBound<Vec<u8>>,
-        reverse: bool,
-        mmap: bool,
-    ) -> RangeIterator {
+    pub(crate) fn new(src: Source, kind: Kind, scan: RangeScan, mmap: bool) -> RangeIterator {
         RangeIterator {
             src: Some(src),
             kind,
-            lo,
-            hi,
-            reverse,
+            scan,
             detach: !mmap,
             buf: VecDeque::new(),
             batch: FIRST_BATCH,
@@ -113,8 +141,8 @@ impl RangeIterator {
         }
     }
 
-    fn object(&self, py: Python<'_>, k: &[u8], v: Option<Bound<'_, PyBytes>>) -> PyResult<Py<PyAny>> {
-        Ok(match (self.kind, v) {
+    fn object(kind: Kind, py: Python<'_>, k: &[u8], v: Option<Bound<'_, PyBytes>>) -> PyResult<Py<PyAny>> {
+        Ok(match (kind, v) {
             (Kind::Keys, _) | (_, None) => PyBytes::new(py, k).into_any().unbind(),
             (Kind::Values, Some(v)) => v.into_any().unbind(),
             (Kind::Items, Some(v)) => PyTuple::new(py, [PyBytes::new(py, k), v])?.into_any().unbind(),
@@ -122,16 +150,13 @@ impl RangeIterator {
     }
 
     /// Converts each entry to its Python object while attached.
-    fn scan_attached<R: ReadOps + ?Sized>(&mut self, py: Python<'_>, r: &R) -> Result<Stop, Fail> {
-        let mut out = std::mem::take(&mut self.buf);
-        let keys_only = self.kind == Kind::Keys;
-        let stop = scan(r, &self.lo, &self.hi, self.reverse, self.batch, |k, v| {
-            let val = if keys_only { None } else { Some(value_bytes(py, v).map_err(Fail::Py)?) };
-            out.push_back(self.object(py, k, val).map_err(Fail::Py)?);
-            Ok(k.len() + if keys_only { 0 } else { v.len() as usize })
-        });
-        self.buf = out;
-        stop
+    fn scan_attached<R: ReadOps + ?Sized>(&mut self, py: Python<'_>, r: &R) -> Result<(), Fail> {
+        let (kind, out) = (self.kind, &mut self.buf);
+        batch(r, &mut self.scan, self.batch, |k, v| {
+            let val = if kind == Kind::Keys { None } else { Some(value_bytes(py, v).map_err(Fail::Py)?) };
+            out.push_back(Self::object(kind, py, k, val).map_err(Fail::Py)?);
+            Ok(k.len() + if kind == Kind::Keys { 0 } else { v.len() as usize })
+        })
     }
 
     fn refill(&mut self, py: Python<'_>) -> PyResult<()> {
@@ -141,10 +166,10 @@ impl RangeIterator {
                 let t = t.get()?.clone();
                 if self.detach {
                     let keys_only = self.kind == Kind::Keys;
-                    let (lo, hi, rev, max) = (&self.lo, &self.hi, self.reverse, self.batch);
+                    let (scan, max) = (&mut self.scan, self.batch);
                     let mut raw: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
                     let stop = py.detach(|| {
-                        scan(&*t, lo, hi, rev, max, |k, v| {
+                        batch(&*t, scan, max, |k, v| {
                             let val = if keys_only { None } else { Some(v.to_vec()?) };
                             let n = k.len() + val.as_ref().map_or(0, |v| v.len());
                             raw.push((k.to_vec(), val));
@@ -152,7 +177,7 @@ impl RangeIterator {
                         })
                     });
                     for (k, v) in raw {
-                        let o = self.object(py, &k, v.map(|v| PyBytes::new(py, &v)))?;
+                        let o = Self::object(self.kind, py, &k, v.map(|v| PyBytes::new(py, &v)))?;
                         self.buf.push_back(o);
                     }
                     stop
@@ -175,18 +200,9 @@ impl RangeIterator {
                 }
             }
         };
-        let stop = stop.map_err(|f| f.py(py))?;
+        stop.map_err(|f| f.py(py))?;
         self.batch = (self.batch * 2).min(MAX_BATCH);
-        match stop.last {
-            Some(k) if !stop.end => {
-                if self.reverse {
-                    self.hi = KeyBound::Excluded(k);
-                } else {
-                    self.lo = KeyBound::Excluded(k);
-                }
-            }
-            _ => self.end = true,
-        }
+        self.end = self.scan.is_done();
         Ok(())
     }
 }

@@ -1,20 +1,19 @@
 //! `Tree`: the store handle, with the mapping protocol (one transaction per
 //! call) and the store-wide operations; the report classes.
 
-use std::ops::Bound as KeyBound;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use bale::btree::prefix_end;
 use bale::{Options, ReadOps, Store};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 
-use crate::iter::{Kind, RangeIterator, Source};
+use crate::iter::{Kind, RangeArg, RangeIterator, RangeKwargs, Source, range_request};
 use crate::txn::{Snapshot, Transaction, update_from};
 use crate::value::{PyReader, ValueReader, value_file};
 use crate::{CoreResult, Data, Fail, ForkSafe, check_fork, closed_error, key_error};
+use bale::btree::RangeScan;
 
 /// Locks a mutex that is only ever held for a few instructions, never
 /// across a wait or a GIL acquisition: blocking on it with the GIL is safe.
@@ -31,55 +30,6 @@ pub(crate) fn value_bytes<'py>(py: Python<'py>, v: &bale::btree::ValueRef<'_>) -
             let data = py.detach(|| v.to_vec()).py(py)?;
             Ok(PyBytes::new(py, &data))
         }
-    }
-}
-
-/// Range bounds from the Python arguments; `prefix` intersects them.
-pub(crate) fn bounds(
-    start: Option<&[u8]>,
-    stop: Option<&[u8]>,
-    prefix: Option<&[u8]>,
-    include_stop: bool,
-) -> (KeyBound<Vec<u8>>, KeyBound<Vec<u8>>) {
-    let mut lo = start.map_or(KeyBound::Unbounded, |s| KeyBound::Included(s.to_vec()));
-    let mut hi = match stop {
-        None => KeyBound::Unbounded,
-        Some(s) if include_stop => KeyBound::Included(s.to_vec()),
-        Some(s) => KeyBound::Excluded(s.to_vec()),
-    };
-    if let Some(p) = prefix {
-        let plo = KeyBound::Included(p.to_vec());
-        lo = match (&lo, &plo) {
-            (KeyBound::Unbounded, _) => plo,
-            (KeyBound::Included(a) | KeyBound::Excluded(a), KeyBound::Included(b)) if a.as_slice() < b.as_slice() => {
-                plo
-            }
-            _ => lo,
-        };
-        if let Some(e) = prefix_end(p) {
-            let phi = KeyBound::Excluded(e);
-            hi = match (&hi, &phi) {
-                (KeyBound::Unbounded, _) => phi,
-                (KeyBound::Included(a), KeyBound::Excluded(b)) if a.as_slice() >= b.as_slice() => phi,
-                (KeyBound::Excluded(a), KeyBound::Excluded(b)) if a.as_slice() > b.as_slice() => phi,
-                _ => hi,
-            };
-        }
-    }
-    (lo, hi)
-}
-
-pub(crate) struct RangeArgs<'a> {
-    pub start: Option<Data<'a>>,
-    pub stop: Option<Data<'a>>,
-    pub prefix: Option<Data<'a>>,
-    pub reverse: bool,
-    pub include_stop: bool,
-}
-
-impl RangeArgs<'_> {
-    pub fn bounds(&self) -> (KeyBound<Vec<u8>>, KeyBound<Vec<u8>>) {
-        bounds(self.start.as_deref(), self.stop.as_deref(), self.prefix.as_deref(), self.include_stop)
     }
 }
 
@@ -125,10 +75,9 @@ impl Tree {
         .py(py)
     }
 
-    fn range(&self, py: Python<'_>, kind: Kind, args: RangeArgs<'_>) -> PyResult<RangeIterator> {
+    fn range(&self, py: Python<'_>, kind: Kind, scan: RangeScan) -> PyResult<RangeIterator> {
         let txn = self.snapshot(py)?;
-        let (lo, hi) = args.bounds();
-        Ok(RangeIterator::new(Source::Snap(ForkSafe::new(txn)), kind, lo, hi, args.reverse, self.mmap))
+        Ok(RangeIterator::new(Source::Snap(ForkSafe::new(txn)), kind, scan, self.mmap))
     }
 }
 
@@ -344,53 +293,43 @@ impl Tree {
     }
 
     fn __iter__(&self, py: Python<'_>) -> PyResult<RangeIterator> {
-        self.range(
-            py,
-            Kind::Keys,
-            RangeArgs { start: None, stop: None, prefix: None, reverse: false, include_stop: false },
-        )
+        self.range(py, Kind::Keys, RangeScan::default())
     }
 
     /// Keys in order, from a snapshot taken now.
-    #[pyo3(signature = (start=None, stop=None, *, prefix=None, reverse=false, include_stop=false))]
+    #[pyo3(signature = (start=None, stop=None, **options))]
     fn keys(
         &self,
         py: Python<'_>,
-        start: Option<Data<'_>>,
-        stop: Option<Data<'_>>,
-        prefix: Option<Data<'_>>,
-        reverse: bool,
-        include_stop: bool,
+        start: RangeArg<'_>,
+        stop: RangeArg<'_>,
+        options: Option<RangeKwargs<'_>>,
     ) -> PyResult<RangeIterator> {
-        self.range(py, Kind::Keys, RangeArgs { start, stop, prefix, reverse, include_stop })
+        self.range(py, Kind::Keys, range_request(py, start, stop, options)?)
     }
 
     /// Values in key order, from a snapshot taken now.
-    #[pyo3(signature = (start=None, stop=None, *, prefix=None, reverse=false, include_stop=false))]
+    #[pyo3(signature = (start=None, stop=None, **options))]
     fn values(
         &self,
         py: Python<'_>,
-        start: Option<Data<'_>>,
-        stop: Option<Data<'_>>,
-        prefix: Option<Data<'_>>,
-        reverse: bool,
-        include_stop: bool,
+        start: RangeArg<'_>,
+        stop: RangeArg<'_>,
+        options: Option<RangeKwargs<'_>>,
     ) -> PyResult<RangeIterator> {
-        self.range(py, Kind::Values, RangeArgs { start, stop, prefix, reverse, include_stop })
+        self.range(py, Kind::Values, range_request(py, start, stop, options)?)
     }
 
     /// `(key, value)` pairs in key order, from a snapshot taken now.
-    #[pyo3(signature = (start=None, stop=None, *, prefix=None, reverse=false, include_stop=false))]
+    #[pyo3(signature = (start=None, stop=None, **options))]
     fn items(
         &self,
         py: Python<'_>,
-        start: Option<Data<'_>>,
-        stop: Option<Data<'_>>,
-        prefix: Option<Data<'_>>,
-        reverse: bool,
-        include_stop: bool,
+        start: RangeArg<'_>,
+        stop: RangeArg<'_>,
+        options: Option<RangeKwargs<'_>>,
     ) -> PyResult<RangeIterator> {
-        self.range(py, Kind::Items, RangeArgs { start, stop, prefix, reverse, include_stop })
+        self.range(py, Kind::Items, range_request(py, start, stop, options)?)
     }
 
     /// Stores every pair of a mapping or an iterable of pairs in one

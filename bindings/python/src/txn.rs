@@ -9,10 +9,11 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
-use crate::iter::{Kind, RangeIterator, Source};
-use crate::store::{RangeArgs, quick, value_bytes};
+use crate::iter::{Kind, RangeArg, RangeIterator, RangeKwargs, Source, range_request};
+use crate::store::{quick, value_bytes};
 use crate::value::{PyReader, ValueReader, value_file};
 use crate::{CoreResult, Data, ForkSafe, check_fork, closed_error, key_error};
+use bale::btree::RangeScan;
 
 /// Values at least this long are written with the GIL released (they may
 /// go out of line, which writes pages).
@@ -56,10 +57,9 @@ impl Snapshot {
         }
     }
 
-    fn range(&self, py: Python<'_>, kind: Kind, args: RangeArgs<'_>) -> PyResult<RangeIterator> {
+    fn range(&self, py: Python<'_>, kind: Kind, scan: RangeScan) -> PyResult<RangeIterator> {
         let t = self.txn(py)?;
-        let (lo, hi) = args.bounds();
-        Ok(RangeIterator::new(Source::Snap(ForkSafe::new(t)), kind, lo, hi, args.reverse, self.mmap))
+        Ok(RangeIterator::new(Source::Snap(ForkSafe::new(t)), kind, scan, self.mmap))
     }
 }
 
@@ -130,50 +130,40 @@ impl Snapshot {
     }
 
     fn __iter__(&self, py: Python<'_>) -> PyResult<RangeIterator> {
-        self.range(
-            py,
-            Kind::Keys,
-            RangeArgs { start: None, stop: None, prefix: None, reverse: false, include_stop: false },
-        )
+        self.range(py, Kind::Keys, RangeScan::default())
     }
 
-    #[pyo3(signature = (start=None, stop=None, *, prefix=None, reverse=false, include_stop=false))]
+    #[pyo3(signature = (start=None, stop=None, **options))]
     fn keys(
         &self,
         py: Python<'_>,
-        start: Option<Data<'_>>,
-        stop: Option<Data<'_>>,
-        prefix: Option<Data<'_>>,
-        reverse: bool,
-        include_stop: bool,
+        start: RangeArg<'_>,
+        stop: RangeArg<'_>,
+        options: Option<RangeKwargs<'_>>,
     ) -> PyResult<RangeIterator> {
-        self.range(py, Kind::Keys, RangeArgs { start, stop, prefix, reverse, include_stop })
+        self.range(py, Kind::Keys, range_request(py, start, stop, options)?)
     }
 
-    #[pyo3(signature = (start=None, stop=None, *, prefix=None, reverse=false, include_stop=false))]
+    #[pyo3(signature = (start=None, stop=None, **options))]
     fn values(
         &self,
         py: Python<'_>,
-        start: Option<Data<'_>>,
-        stop: Option<Data<'_>>,
-        prefix: Option<Data<'_>>,
-        reverse: bool,
-        include_stop: bool,
+        start: RangeArg<'_>,
+        stop: RangeArg<'_>,
+        options: Option<RangeKwargs<'_>>,
     ) -> PyResult<RangeIterator> {
-        self.range(py, Kind::Values, RangeArgs { start, stop, prefix, reverse, include_stop })
+        self.range(py, Kind::Values, range_request(py, start, stop, options)?)
     }
 
-    #[pyo3(signature = (start=None, stop=None, *, prefix=None, reverse=false, include_stop=false))]
+    #[pyo3(signature = (start=None, stop=None, **options))]
     fn items(
         &self,
         py: Python<'_>,
-        start: Option<Data<'_>>,
-        stop: Option<Data<'_>>,
-        prefix: Option<Data<'_>>,
-        reverse: bool,
-        include_stop: bool,
+        start: RangeArg<'_>,
+        stop: RangeArg<'_>,
+        options: Option<RangeKwargs<'_>>,
     ) -> PyResult<RangeIterator> {
-        self.range(py, Kind::Items, RangeArgs { start, stop, prefix, reverse, include_stop })
+        self.range(py, Kind::Items, range_request(py, start, stop, options)?)
     }
 
     /// A seekable read-only binary file over the value of `key`.
@@ -229,11 +219,10 @@ impl Transaction {
         }
     }
 
-    fn range(slf: &Bound<'_, Self>, kind: Kind, args: RangeArgs<'_>) -> PyResult<RangeIterator> {
+    fn range(slf: &Bound<'_, Self>, kind: Kind, scan: RangeScan) -> PyResult<RangeIterator> {
         let me = slf.get();
         me.with(slf.py(), |_| Ok(()))?;
-        let (lo, hi) = args.bounds();
-        Ok(RangeIterator::new(Source::Txn(slf.clone().unbind()), kind, lo, hi, args.reverse, me.mmap))
+        Ok(RangeIterator::new(Source::Txn(slf.clone().unbind()), kind, scan, me.mmap))
     }
 
     fn lookup<'py>(&self, py: Python<'py>, key: &[u8]) -> PyResult<Option<Bound<'py, PyBytes>>> {
@@ -446,48 +435,38 @@ impl Transaction {
     }
 
     fn __iter__(slf: &Bound<'_, Self>) -> PyResult<RangeIterator> {
-        Transaction::range(
-            slf,
-            Kind::Keys,
-            RangeArgs { start: None, stop: None, prefix: None, reverse: false, include_stop: false },
-        )
+        Transaction::range(slf, Kind::Keys, RangeScan::default())
     }
 
     /// Keys in order as this transaction sees them. Changes made while
     /// iterating may or may not be seen.
-    #[pyo3(signature = (start=None, stop=None, *, prefix=None, reverse=false, include_stop=false))]
+    #[pyo3(signature = (start=None, stop=None, **options))]
     fn keys(
         slf: &Bound<'_, Self>,
-        start: Option<Data<'_>>,
-        stop: Option<Data<'_>>,
-        prefix: Option<Data<'_>>,
-        reverse: bool,
-        include_stop: bool,
+        start: RangeArg<'_>,
+        stop: RangeArg<'_>,
+        options: Option<RangeKwargs<'_>>,
     ) -> PyResult<RangeIterator> {
-        Transaction::range(slf, Kind::Keys, RangeArgs { start, stop, prefix, reverse, include_stop })
+        Transaction::range(slf, Kind::Keys, range_request(slf.py(), start, stop, options)?)
     }
 
-    #[pyo3(signature = (start=None, stop=None, *, prefix=None, reverse=false, include_stop=false))]
+    #[pyo3(signature = (start=None, stop=None, **options))]
     fn values(
         slf: &Bound<'_, Self>,
-        start: Option<Data<'_>>,
-        stop: Option<Data<'_>>,
-        prefix: Option<Data<'_>>,
-        reverse: bool,
-        include_stop: bool,
+        start: RangeArg<'_>,
+        stop: RangeArg<'_>,
+        options: Option<RangeKwargs<'_>>,
     ) -> PyResult<RangeIterator> {
-        Transaction::range(slf, Kind::Values, RangeArgs { start, stop, prefix, reverse, include_stop })
+        Transaction::range(slf, Kind::Values, range_request(slf.py(), start, stop, options)?)
     }
 
-    #[pyo3(signature = (start=None, stop=None, *, prefix=None, reverse=false, include_stop=false))]
+    #[pyo3(signature = (start=None, stop=None, **options))]
     fn items(
         slf: &Bound<'_, Self>,
-        start: Option<Data<'_>>,
-        stop: Option<Data<'_>>,
-        prefix: Option<Data<'_>>,
-        reverse: bool,
-        include_stop: bool,
+        start: RangeArg<'_>,
+        stop: RangeArg<'_>,
+        options: Option<RangeKwargs<'_>>,
     ) -> PyResult<RangeIterator> {
-        Transaction::range(slf, Kind::Items, RangeArgs { start, stop, prefix, reverse, include_stop })
+        Transaction::range(slf, Kind::Items, range_request(slf.py(), start, stop, options)?)
     }
 }

@@ -5,9 +5,9 @@ import os
 from pathlib import Path
 from collections.abc import Iterable, Mapping
 from types import GenericAlias, TracebackType
-from typing import Any, Generic, TypeVar, final, overload
+from typing import Any, Generic, TypedDict, TypeVar, final, overload
 
-from typing_extensions import Buffer, Self
+from typing_extensions import Buffer, Self, Unpack
 
 from ._support import BaleError, ValueFile
 
@@ -17,6 +17,23 @@ _D = TypeVar("_D")
 #: Anything exposing a contiguous buffer: bytes, bytearray, memoryview, ...
 _Bytes = Buffer
 _Pairs = Mapping[Any, Any] | Iterable[tuple[Buffer, Buffer]]
+
+class _RangeOptions(TypedDict, total=False):
+    """The keyword options of `keys`/`values`/`items`: the core's
+    `RangeRequest` (core/src/btree/range_request.rs) plus `include_stop`.
+    `start` is `gte` and `stop` is `lt` (`lte` with `include_stop`); any
+    other name, two bounds on one side or a mistyped value raise
+    `InvalidArgumentError`; `None` is the same as leaving an option out."""
+
+    gt: _Bytes | None
+    gte: _Bytes | None
+    lt: _Bytes | None
+    lte: _Bytes | None
+    prefix: _Bytes | None
+    reverse: bool | None
+    offset: int | None
+    limit: int | None
+    include_stop: bool | None
 
 __all__ = [
     "FORMAT_VERSION",
@@ -95,31 +112,13 @@ class Tree:
     def __len__(self) -> int: ...
     def __iter__(self) -> RangeIterator[bytes]: ...
     def keys(
-        self,
-        start: _Bytes | None = None,
-        stop: _Bytes | None = None,
-        *,
-        prefix: _Bytes | None = None,
-        reverse: bool = False,
-        include_stop: bool = False,
+        self, start: _Bytes | None = None, stop: _Bytes | None = None, **options: Unpack[_RangeOptions]
     ) -> RangeIterator[bytes]: ...
     def values(
-        self,
-        start: _Bytes | None = None,
-        stop: _Bytes | None = None,
-        *,
-        prefix: _Bytes | None = None,
-        reverse: bool = False,
-        include_stop: bool = False,
+        self, start: _Bytes | None = None, stop: _Bytes | None = None, **options: Unpack[_RangeOptions]
     ) -> RangeIterator[bytes]: ...
     def items(
-        self,
-        start: _Bytes | None = None,
-        stop: _Bytes | None = None,
-        *,
-        prefix: _Bytes | None = None,
-        reverse: bool = False,
-        include_stop: bool = False,
+        self, start: _Bytes | None = None, stop: _Bytes | None = None, **options: Unpack[_RangeOptions]
     ) -> RangeIterator[tuple[bytes, bytes]]: ...
     def update(self, items: _Pairs | None = None) -> None: ...
     def clear(self) -> None: ...
@@ -152,31 +151,13 @@ class Snapshot:
     def __len__(self) -> int: ...
     def __iter__(self) -> RangeIterator[bytes]: ...
     def keys(
-        self,
-        start: _Bytes | None = None,
-        stop: _Bytes | None = None,
-        *,
-        prefix: _Bytes | None = None,
-        reverse: bool = False,
-        include_stop: bool = False,
+        self, start: _Bytes | None = None, stop: _Bytes | None = None, **options: Unpack[_RangeOptions]
     ) -> RangeIterator[bytes]: ...
     def values(
-        self,
-        start: _Bytes | None = None,
-        stop: _Bytes | None = None,
-        *,
-        prefix: _Bytes | None = None,
-        reverse: bool = False,
-        include_stop: bool = False,
+        self, start: _Bytes | None = None, stop: _Bytes | None = None, **options: Unpack[_RangeOptions]
     ) -> RangeIterator[bytes]: ...
     def items(
-        self,
-        start: _Bytes | None = None,
-        stop: _Bytes | None = None,
-        *,
-        prefix: _Bytes | None = None,
-        reverse: bool = False,
-        include_stop: bool = False,
+        self, start: _Bytes | None = None, stop: _Bytes | None = None, **options: Unpack[_RangeOptions]
     ) -> RangeIterator[tuple[bytes, bytes]]: ...
     def open_value(self, key: _Bytes) -> ValueFile: ...
 
@@ -217,31 +198,13 @@ class Transaction:
     def put_stream(self, key: _Bytes, fileobj: Any) -> int: ...
     def __iter__(self) -> RangeIterator[bytes]: ...
     def keys(
-        self,
-        start: _Bytes | None = None,
-        stop: _Bytes | None = None,
-        *,
-        prefix: _Bytes | None = None,
-        reverse: bool = False,
-        include_stop: bool = False,
+        self, start: _Bytes | None = None, stop: _Bytes | None = None, **options: Unpack[_RangeOptions]
     ) -> RangeIterator[bytes]: ...
     def values(
-        self,
-        start: _Bytes | None = None,
-        stop: _Bytes | None = None,
-        *,
-        prefix: _Bytes | None = None,
-        reverse: bool = False,
-        include_stop: bool = False,
+        self, start: _Bytes | None = None, stop: _Bytes | None = None, **options: Unpack[_RangeOptions]
     ) -> RangeIterator[bytes]: ...
     def items(
-        self,
-        start: _Bytes | None = None,
-        stop: _Bytes | None = None,
-        *,
-        prefix: _Bytes | None = None,
-        reverse: bool = False,
-        include_stop: bool = False,
+        self, start: _Bytes | None = None, stop: _Bytes | None = None, **options: Unpack[_RangeOptions]
     ) -> RangeIterator[tuple[bytes, bytes]]: ...
 
 @final
