@@ -3,11 +3,11 @@
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, BufRead, BufWriter, Read, Seek, SeekFrom, Write};
-use std::ops::Bound;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use bale::ReadOps;
+use bale::btree::{OptionValue, RangeRequest, Step};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
@@ -46,7 +46,9 @@ pub enum KvCommand {
     /// List keys in order, by prefix or between bounds.
     #[command(
         long_about = "List keys in order, one per line. --prefix, --from/--after \
-            and --to narrow the range (together, they intersect). Keys print as \
+            and --to narrow the range (together, they intersect); --reverse, \
+            --offset and --limit apply in that order. These are the range \
+            rules of every bale package (RangeRequest in the core). Keys print as \
             text, with tab, newline, backslash, control characters escaped and \
             bytes that are not UTF-8 as \\xNN; --hex prints hex instead.\n\n\
             With --values each line is KEY<TAB>VALUE, the value escaped the \
@@ -147,13 +149,13 @@ pub struct LsArgs {
     /// Only keys starting with this prefix.
     #[arg(long)]
     prefix: Option<OsString>,
-    /// Only keys >= this key.
+    /// Only keys >= this key (the range's gte).
     #[arg(long, value_name = "KEY")]
     from: Option<OsString>,
-    /// Only keys > this key (to page through a listing).
-    #[arg(long, value_name = "KEY", conflicts_with = "from")]
+    /// Only keys > this key (gt; to page through a listing). Not with --from.
+    #[arg(long, value_name = "KEY")]
     after: Option<OsString>,
-    /// Only keys < this key (<= with --to-inclusive).
+    /// Only keys < this key (lt; lte with --to-inclusive).
     #[arg(long, value_name = "KEY")]
     to: Option<OsString>,
     /// Make --to inclusive.
@@ -162,7 +164,10 @@ pub struct LsArgs {
     /// Descending order.
     #[arg(long)]
     reverse: bool,
-    /// Print at most N keys.
+    /// Skip the first N keys, counted in the listing's order.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    offset: u64,
+    /// Print at most N keys (after --offset).
     #[arg(long, value_name = "N")]
     limit: Option<u64>,
     /// Print values too (KEY<TAB>VALUE). Each value is read whole: for
@@ -317,81 +322,25 @@ fn rm(ctx: &Ctx, a: RmArgs) -> Result<u8, Failure> {
     Ok(exit::OK)
 }
 
-/// The tighter of two lower bounds.
-fn max_lower(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
-    use Bound::*;
-    match (a, b) {
-        (Unbounded, x) | (x, Unbounded) => x,
-        (Included(x), Included(y)) => Included(x.max(y)),
-        (Excluded(x), Excluded(y)) => Excluded(x.max(y)),
-        (Included(i), Excluded(e)) | (Excluded(e), Included(i)) => {
-            if i > e {
-                Included(i)
-            } else {
-                Excluded(e)
-            }
-        }
-    }
-}
-
-/// The tighter of two upper bounds.
-fn min_upper(a: Bound<Vec<u8>>, b: Bound<Vec<u8>>) -> Bound<Vec<u8>> {
-    use Bound::*;
-    match (a, b) {
-        (Unbounded, x) | (x, Unbounded) => x,
-        (Included(x), Included(y)) => Included(x.min(y)),
-        (Excluded(x), Excluded(y)) => Excluded(x.min(y)),
-        (Included(i), Excluded(e)) | (Excluded(e), Included(i)) => {
-            if i < e {
-                Included(i)
-            } else {
-                Excluded(e)
-            }
-        }
-    }
-}
-
-fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
-    match b {
-        Bound::Included(k) => Bound::Included(k),
-        Bound::Excluded(k) => Bound::Excluded(k),
-        Bound::Unbounded => Bound::Unbounded,
-    }
-}
-
 fn ls(ctx: &Ctx, a: LsArgs) -> Result<u8, Failure> {
     let hex = a.fmt.hex;
     let opt = |o: &Option<OsString>| o.as_ref().map(|k| key_arg(k, hex)).transpose();
-    let mut lower = Bound::Unbounded;
-    let mut upper = Bound::Unbounded;
-    if let Some(p) = opt(&a.prefix)? {
-        if let Some(end) = bale::btree::prefix_end(&p) {
-            upper = Bound::Excluded(end);
+    let (to, to_name) = (opt(&a.to)?, if a.to_inclusive { "lte" } else { "lt" });
+    let mut req = RangeRequest { reverse: a.reverse, limit: a.limit, offset: a.offset, ..RangeRequest::default() };
+    for (name, k) in [("prefix", opt(&a.prefix)?), ("gte", opt(&a.from)?), ("gt", opt(&a.after)?), (to_name, to)] {
+        if let Some(k) = k {
+            req.set(name, OptionValue::Bytes(k))?;
         }
-        lower = Bound::Included(p);
     }
-    if let Some(k) = opt(&a.from)? {
-        lower = max_lower(lower, Bound::Included(k));
-    }
-    if let Some(k) = opt(&a.after)? {
-        lower = max_lower(lower, Bound::Excluded(k));
-    }
-    if let Some(k) = opt(&a.to)? {
-        let b = if a.to_inclusive { Bound::Included(k) } else { Bound::Excluded(k) };
-        upper = min_upper(upper, b);
-    }
+    let mut scan = req.scan()?;
     let store = ctx.open(&a.file, Access::Read)?;
     let r = store.read()?;
-    let mut range = r.range(as_ref(&lower), as_ref(&upper), a.reverse);
     let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
-    let limit = a.limit.unwrap_or(u64::MAX);
     let mut count = 0u64;
     if ctx.json {
         out.write_all(b"{\"entries\":[").map_err(Failure::stdout)?;
     }
-    while count < limit {
-        let Some(e) = range.next_entry() else { break };
-        let (k, v) = e?;
+    scan.run(&r, |k, v| {
         let value = if a.values { Some(v.to_vec()?) } else { None };
         if ctx.json {
             let mut entry = json!({
@@ -425,7 +374,8 @@ fn ls(ctx: &Ctx, a: LsArgs) -> Result<u8, Failure> {
             out.write_all(line.as_bytes()).map_err(Failure::stdout)?;
         }
         count += 1;
-    }
+        Ok::<_, Failure>(Step::Next)
+    })?;
     if ctx.json {
         writeln!(out, "],\"count\":{count}}}").map_err(Failure::stdout)?;
     }
@@ -520,18 +470,6 @@ fn load(ctx: &Ctx, a: LoadArgs) -> Result<u8, Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use Bound::*;
-
-    #[test]
-    fn bounds_intersect() {
-        let k = |s: &str| s.as_bytes().to_vec();
-        assert_eq!(max_lower(Unbounded, Included(k("a"))), Included(k("a")));
-        assert_eq!(max_lower(Included(k("b")), Excluded(k("a"))), Included(k("b")));
-        assert_eq!(max_lower(Included(k("a")), Excluded(k("a"))), Excluded(k("a")));
-        assert_eq!(min_upper(Excluded(k("c")), Included(k("b"))), Included(k("b")));
-        assert_eq!(min_upper(Excluded(k("b")), Included(k("b"))), Excluded(k("b")));
-        assert_eq!(min_upper(Unbounded, Unbounded), Unbounded);
-    }
 
     #[test]
     fn lines_parse() {

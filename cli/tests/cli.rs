@@ -182,6 +182,19 @@ fn ls_bounds_order_limit_prefix() {
     assert_eq!(long[0].split_whitespace().collect::<Vec<_>>(), ["3", "k00"]);
     // --to-inclusive needs --to.
     assert_eq!(code(&run(&["kv", "ls", &s, "--to-inclusive"])), 2);
+    // The core's range rules: reverse, then offset, then limit; crossing
+    // bounds list nothing; two lower bounds are an invalid argument.
+    assert_eq!(
+        lines(&["kv", "ls", &s, "--prefix", "k1", "--reverse", "--offset", "2", "--limit", "2"]),
+        ["k17", "k16"]
+    );
+    assert_eq!(lines(&["kv", "ls", &s, "--offset", "18"]), ["k18", "k19"]);
+    assert_eq!(lines(&["kv", "ls", &s, "--limit", "0"]), Vec::<String>::new());
+    assert_eq!(lines(&["kv", "ls", &s, "--from", "k08", "--to", "k05"]), Vec::<String>::new());
+    let both = run(&["kv", "ls", &s, "--from", "k05", "--after", "k06"]);
+    assert_eq!(code(&both), 1);
+    let stderr = String::from_utf8_lossy(&both.stderr);
+    assert!(stderr.starts_with("bale: INVALID_ARGUMENT: a range takes one lower bound"), "{stderr}");
 }
 
 #[test]
