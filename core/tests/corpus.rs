@@ -1,9 +1,11 @@
 //! The golden corpus through the public API: every valid case reads back
-//! exactly its expected JSON, every invalid case fails with its code.
-//! A missing corpus is a failure, never a skip.
+//! exactly its expected JSON, every invalid case fails with its code, and
+//! every range query of a case yields exactly its keys or fails with its
+//! code. A missing corpus is a failure, never a skip.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use bale::btree::{OptionValue, RangeRequest, Step};
 use bale::{Options, ReadOps, Store};
 use serde_json::{Value, json};
 
@@ -36,6 +38,87 @@ fn read_case(path: &std::path::Path) -> bale::Result<Value> {
     }))
 }
 
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex")).collect()
+}
+
+/// A query's request as the core's: key options are hex in the file.
+fn request(r: &Value) -> bale::Result<RangeRequest> {
+    let mut req = RangeRequest::default();
+    for (name, v) in r.as_object().expect("a request is an object") {
+        let v = match v {
+            Value::String(s) if ["gt", "gte", "lt", "lte", "prefix"].contains(&name.as_str()) => {
+                OptionValue::Bytes(unhex(s))
+            }
+            Value::String(s) => OptionValue::Text(s.clone()),
+            Value::Bool(b) => OptionValue::Bool(*b),
+            Value::Number(n) => n.as_i64().map_or_else(|| OptionValue::Number(n.as_f64().unwrap()), OptionValue::Int),
+            other => OptionValue::Other(other.to_string()),
+        };
+        req.set(name, v)?;
+    }
+    Ok(req)
+}
+
+/// Keys as hex, and (key, value) pairs, of a request run in batches of
+/// `batch` entries (each batch one run of the scan), values read whole.
+fn run_query(r: &impl ReadOps, req: RangeRequest, batch: usize) -> bale::Result<Vec<(String, String)>> {
+    let mut scan = req.scan()?;
+    let mut out = Vec::new();
+    while !scan.is_done() {
+        let mut n = 0;
+        scan.run(r, |k, v| {
+            out.push((hex(k), hex(&v.to_vec()?)));
+            n += 1;
+            Ok::<_, bale::Error>(if n == batch { Step::Stop } else { Step::Next })
+        })?;
+    }
+    Ok(out)
+}
+
+/// Runs every query of a case; returns how many ran.
+fn run_queries(dir: &Path, case: &Value, expect: &Value) -> usize {
+    let id = case["id"].as_str().expect("id");
+    let Some(file) = case["queries"].as_str() else { return 0 };
+    let doc: Value = serde_json::from_slice(&std::fs::read(dir.join(file)).expect("queries file")).unwrap();
+    assert_eq!(doc["case"].as_str(), Some(id), "{file} names another case");
+    let values: std::collections::HashMap<&str, &str> = expect["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| (e[0].as_str().unwrap(), e[1].as_str().unwrap()))
+        .collect();
+    let store = Store::open(
+        dir.join(case["file"].as_str().unwrap()),
+        Options { readonly: true, mmap: false, ..Options::default() },
+    )
+    .unwrap();
+    let r = store.read().unwrap();
+    let queries = doc["queries"].as_array().expect("queries");
+    for q in queries {
+        let label = format!("{id} query {}", q["id"]);
+        let got = request(&q["request"])
+            .and_then(|req| Ok((run_query(&r, req.clone(), usize::MAX)?, run_query(&r, req, 7)?)));
+        match (q["keys"].as_array(), q["error"].as_str()) {
+            (Some(keys), None) => {
+                let (once, batched) = got.unwrap_or_else(|e| panic!("{label}: {e}"));
+                let want: Vec<&str> = keys.iter().map(|k| k.as_str().unwrap()).collect();
+                assert_eq!(once.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), want, "{label}");
+                assert_eq!(batched, once, "{label}: in batches of 7");
+                for (k, v) in &once {
+                    assert_eq!(values[k.as_str()], v, "{label}: value of {k}");
+                }
+            }
+            (None, Some(code)) => match got {
+                Ok(_) => panic!("{label}: ran without error, expected {code}"),
+                Err(e) => assert_eq!(e.code(), code, "{label}: {e}"),
+            },
+            _ => panic!("{label}: a query needs keys or error"),
+        }
+    }
+    queries.len()
+}
+
 #[test]
 fn every_corpus_case_reads_as_expected() {
     let dir = corpus_dir();
@@ -46,7 +129,7 @@ fn every_corpus_case_reads_as_expected() {
     .expect("manifest is JSON");
     let cases = manifest["cases"].as_array().expect("cases");
     assert!(cases.len() >= 20, "only {} corpus cases", cases.len());
-    let (mut valid, mut invalid) = (0, 0);
+    let (mut valid, mut invalid, mut queries) = (0, 0, 0);
     for c in cases {
         let id = c["id"].as_str().expect("id");
         let file = dir.join(c["file"].as_str().expect("file"));
@@ -55,6 +138,7 @@ fn every_corpus_case_reads_as_expected() {
             let want: Value = serde_json::from_slice(&std::fs::read(dir.join(expect)).expect("expected JSON")).unwrap();
             let got = got.unwrap_or_else(|e| panic!("{id}: {e}"));
             assert!(got == want, "{id}: content differs from {expect}");
+            queries += run_queries(&dir, c, &want);
             valid += 1;
         } else {
             let code = c["error"].as_str().expect("expect or error");
@@ -65,6 +149,6 @@ fn every_corpus_case_reads_as_expected() {
             invalid += 1;
         }
     }
-    println!("corpus: {valid} valid and {invalid} invalid cases");
-    assert!(valid > 0 && invalid > 0);
+    println!("corpus: {valid} valid and {invalid} invalid cases, {queries} range queries");
+    assert!(valid > 0 && invalid > 0 && queries > 0);
 }

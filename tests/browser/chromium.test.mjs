@@ -145,7 +145,7 @@ test('inspector: a damaged file shows its error code', async () => {
   await page.close();
 });
 
-test('corpus: every case opened from a Blob in a Web Worker', async () => {
+test('corpus: every case and range query opened from a Blob in a Web Worker', async () => {
   const { page, errors } = await newPage();
   await page.goto(`${base}/tests/browser/corpus.html`);
   await page.waitForFunction(() => window.corpusRun !== undefined, null, { timeout: 120000 });
@@ -157,6 +157,13 @@ test('corpus: every case opened from a Blob in a Web Worker', async () => {
   const bad = run.results.filter((r) => !r.ok).map((r) => `${r.id}: ${r.detail}`);
   assert.deepEqual(bad, []);
   assert.ok(run.results.some((r) => r.kind === 'valid') && run.results.some((r) => r.kind === 'invalid'));
+  // Every range query of the corpus ran, and each gave its keys or its error.
+  const queryCount = manifest.cases
+    .filter((c) => c.queries)
+    .reduce((n, c) => n + JSON.parse(readFileSync(join(CORPUS, c.queries), 'utf8')).queries.length, 0);
+  assert.ok(queryCount > 0, 'no range queries in the corpus');
+  assert.equal(run.queries.length, queryCount);
+  assert.deepEqual(run.queries.filter((r) => !r.ok).map((r) => `${r.id}: ${r.detail}`), []);
   // The main thread has no FileReaderSync: a clear INVALID_ARGUMENT error.
   assert.equal(run.main.fromBlob, 'true/BaleError/INVALID_ARGUMENT');
   assert.equal(run.main.fromBytes, 1);

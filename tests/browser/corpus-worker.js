@@ -1,7 +1,8 @@
 // Walks the golden corpus inside a Web Worker: each case file is fetched as
-// a Blob and opened through bale's lazy Blob backend (FileReaderSync).
+// a Blob and opened through bale's lazy Blob backend (FileReaderSync); then
+// runs the range queries of the cases that have them the same way.
 import init, { Store } from '/pkg/bale_wasm.js';
-import { runCorpus } from '/tests/wasm/corpus.js';
+import { runCorpus, runQueries } from '/tests/wasm/corpus.js';
 
 self.onmessage = async (ev) => {
   try {
@@ -15,12 +16,11 @@ self.onmessage = async (ev) => {
       if (!r.ok) throw new Error(`${path}: HTTP ${r.status}`);
       return r;
     };
-    const results = await runCorpus(
-      manifest,
-      async (c) => Store.fromBlob(await (await fetchOk(c.file)).blob()),
-      async (c) => (await fetchOk(c.expect)).json(),
-    );
-    self.postMessage({ ok: true, results });
+    const open = async (c) => Store.fromBlob(await (await fetchOk(c.file)).blob());
+    const expected = async (c) => (await fetchOk(c.expect)).json();
+    const results = await runCorpus(manifest, open, expected);
+    const queries = await runQueries(manifest, open, async (c) => (await fetchOk(c.queries)).json(), expected);
+    self.postMessage({ ok: true, results, queries });
   } catch (e) {
     self.postMessage({ ok: false, error: `${e.name}: ${e.message}` });
   }

@@ -1,6 +1,7 @@
 // The golden corpus through the Node package's public API: every valid case
 // reads back exactly its expected JSON, every invalid case fails with its
-// code. The corpus is found through CORPUS_DIR, else relative to this file
+// code, every range query yields exactly its keys or fails with its code
+// (tests/corpus/README.md). The corpus is found through CORPUS_DIR, else relative to this file
 // (never the cwd); a missing corpus is a failure, never a skip.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -8,6 +9,12 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Tree } from '../../bindings/node/index.js'
+
+const code = (c) => (e) => {
+  assert.ok(e instanceof Error, `not an Error: ${e}`)
+  assert.equal(e.code, c, e.message)
+  return true
+}
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const dir = process.env.CORPUS_DIR ? path.resolve(process.env.CORPUS_DIR) : path.join(here, '..', 'corpus')
@@ -56,4 +63,39 @@ test('every corpus case reads as expected', async (t) => {
     })
   }
   assert.ok(valid > 0 && invalid > 0, `${valid} valid and ${invalid} invalid cases ran`)
+})
+
+// Key options are hex in the queries file; other values go through as they are.
+const KEY_OPTIONS = new Set(['gt', 'gte', 'lt', 'lte', 'prefix'])
+const options = (request) =>
+  Object.fromEntries(Object.entries(request).map(([k, v]) => [k, KEY_OPTIONS.has(k) ? Buffer.from(v, 'hex') : v]))
+
+test('every corpus range query yields its keys or its error', async (t) => {
+  const cases = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8')).cases
+  let ran = 0
+  for (const c of cases.filter((c) => c.queries)) {
+    const doc = JSON.parse(fs.readFileSync(path.join(dir, c.queries), 'utf8'))
+    assert.equal(doc.case, c.id, `${c.queries} names another case`)
+    const values = new Map(JSON.parse(fs.readFileSync(path.join(dir, c.expect), 'utf8')).entries)
+    const tree = Tree.open(path.join(dir, c.file), { readonly: true, mmap: false })
+    try {
+      for (const q of doc.queries) {
+        await t.test(`${c.id}/${q.id}`, async () => {
+          const o = options(q.request)
+          if (q.error) {
+            for (const call of [() => tree.keys(o), () => tree.range(o)]) assert.throws(call, code(q.error))
+            return
+          }
+          assert.deepEqual([...tree.keys(o)].map((k) => k.toString('hex')), q.keys)
+          const entries = []
+          for await (const [k, v] of tree.range(o)) entries.push([k.toString('hex'), v.toString('hex')])
+          assert.deepEqual(entries, q.keys.map((k) => [k, values.get(k)]))
+        })
+        ran++
+      }
+    } finally {
+      tree.close()
+    }
+  }
+  assert.ok(ran > 0, 'no range queries ran')
 })

@@ -1,5 +1,6 @@
 """The golden corpus through the public Python API (tests/corpus/manifest.json,
-whose `_comment` gives the procedure). A missing corpus fails, never skips."""
+whose `_comment` gives the procedure, and the range queries of
+tests/corpus/README.md). A missing corpus fails, never skips."""
 
 import json
 import os
@@ -55,3 +56,41 @@ def test_corpus_case(case):
             read_case(path)
         assert info.value.code == case["error"], str(info.value)
         assert type(info.value) is bale._support.ERROR_CLASSES[case["error"]]
+
+
+KEY_OPTIONS = ("gt", "gte", "lt", "lte", "prefix")
+
+
+def load_queries():
+    """(case, query) for every query of every case that has a queries file."""
+    out = []
+    for case in CASES:
+        if "queries" in case:
+            doc = json.loads((CORPUS / case["queries"]).read_text())
+            assert doc["case"] == case["id"], case["queries"]
+            out += [(case, q) for q in doc["queries"]]
+    return out
+
+
+QUERIES = [] if "missing" in CASES[0] else load_queries()
+
+
+def test_corpus_has_range_queries():
+    assert any(not q.get("error") for _, q in QUERIES) and any(q.get("error") for _, q in QUERIES)
+
+
+@pytest.mark.parametrize("case,query", QUERIES, ids=[f"{c['id']}/{q['id']}" for c, q in QUERIES])
+def test_corpus_query(case, query):
+    # Key options are hex in the file; every other value goes through as it is.
+    options = {k: bytes.fromhex(v) if k in KEY_OPTIONS else v for k, v in query["request"].items()}
+    values = dict(json.loads((CORPUS / case["expect"]).read_text())["entries"])
+    with bale.Tree.open(CORPUS / case["file"], readonly=True, mmap=False) as tree, tree.read() as snap:
+        if "error" in query:
+            for call in (snap.keys, snap.items, tree.values):
+                with pytest.raises(bale.BaleError) as info:
+                    call(**options)
+                assert info.value.code == query["error"], str(info.value)
+            return
+        assert [k.hex() for k in snap.keys(**options)] == query["keys"]
+        items = [(k.hex(), v.hex()) for k, v in tree.items(**options)]
+        assert items == [(k, values[k]) for k in query["keys"]]

@@ -2,7 +2,8 @@
 // the wasm package, shared by the Node test and the browser worker: open a
 // case read-only, read every entry in key order with its value whole, and
 // compare with the expected canonical JSON, or check that the first error
-// raised by those steps has the expected code.
+// raised by those steps has the expected code; then run each range query
+// of a case and compare its keys (or its error code).
 
 export function hex(bytes) {
   let s = '';
@@ -73,6 +74,66 @@ export async function runCorpus(manifest, openCase, expected) {
       r.detail = r.ok ? err.code : `got ${err.code} (${err.message}), expected ${c.error}`;
     }
     results.push(r);
+  }
+  return results;
+}
+
+// Range queries (tests/corpus/README.md): key options are hex in the file,
+// every other value goes through as it is.
+const KEY_OPTIONS = new Set(['gt', 'gte', 'lt', 'lte', 'prefix']);
+
+function unhex(s) {
+  const out = new Uint8Array(s.length / 2);
+  for (let i = 0; i < out.length; i++) out[i] = parseInt(s.slice(2 * i, 2 * i + 2), 16);
+  return out;
+}
+
+function queryOptions(request) {
+  return Object.fromEntries(Object.entries(request).map(([k, v]) => [k, KEY_OPTIONS.has(k) ? unhex(v) : v]));
+}
+
+/** Runs one query on an open store through keys() and range(): { ok, detail }. */
+function runQuery(store, q, values) {
+  const o = queryOptions(q.request);
+  if (q.error) {
+    for (const call of [() => store.keys(o).toArray(), () => [...store.range(o)]]) {
+      try {
+        call();
+        return { ok: false, detail: `ran without error, expected ${q.error}` };
+      } catch (e) {
+        if (!(e instanceof Error) || e.name !== 'BaleError' || e.code !== q.error) {
+          return { ok: false, detail: `threw ${e.code ?? ''} ${e.message ?? e}, expected ${q.error}` };
+        }
+      }
+    }
+    return { ok: true, detail: q.error };
+  }
+  const keys = store.keys(o).toArray().map(hex);
+  if (canonical(keys) !== canonical(q.keys)) return { ok: false, detail: `keys differ: got ${keys.length}, want ${q.keys.length}` };
+  const entries = [...store.range(o)].map(([k, v]) => [hex(k), hex(v)]);
+  const ok = canonical(entries) === canonical(q.keys.map((k) => [k, values.get(k)]));
+  return { ok, detail: ok ? `${keys.length} keys` : 'entries differ from the keys and the expected values' };
+}
+
+/**
+ * Runs the range queries of every case that has them. `openCase` and
+ * `expected` as for runCorpus; `queriesOf(c)` returns the parsed queries
+ * file of case `c`. Resolves to one result per query: { id, ok, detail }.
+ */
+export async function runQueries(manifest, openCase, queriesOf, expected) {
+  const results = [];
+  for (const c of manifest.cases.filter((x) => x.queries)) {
+    const doc = await queriesOf(c);
+    const values = new Map((await expected(c)).entries);
+    const store = await openCase(c);
+    try {
+      for (const q of doc.queries) {
+        const r = doc.case === c.id ? runQuery(store, q, values) : { ok: false, detail: `${c.queries} names ${doc.case}` };
+        results.push({ id: `${c.id}/${q.id}`, kind: 'query', ...r });
+      }
+    } finally {
+      store.close();
+    }
   }
   return results;
 }

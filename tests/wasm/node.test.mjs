@@ -16,7 +16,7 @@ import {
   formatVersion,
   version,
 } from '../../bindings/wasm/pkg/bale_wasm.js';
-import { canonical, runCorpus } from './corpus.js';
+import { canonical, runCorpus, runQueries } from './corpus.js';
 import { BIG_KEY, BIG_LEN, SMALL_KEYS, bigBytes, makeBigStore, smallKey, smallValue } from './big-store.mjs';
 
 const hex = (b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
@@ -78,26 +78,44 @@ test('module exports', () => {
   assert.match(version(), /^\d+\.\d+\.\d+/);
 });
 
+/** Runs `run(openCase)` with case stores read lazily; closes their files after. */
+async function withLazyCases(run) {
+  const fds = [];
+  try {
+    return await run((c) => {
+      const h = openLazy(join(CORPUS, c.file));
+      fds.push(h);
+      return h.store;
+    });
+  } finally {
+    for (const h of fds) h.close();
+  }
+}
+
+const fromBytes = (c) => Store.fromBytes(readFileSync(join(CORPUS, c.file)));
+
 test('corpus: every case from a Uint8Array', async () => {
-  const results = await runCorpus(manifest, (c) => Store.fromBytes(readFileSync(join(CORPUS, c.file))), expected);
+  const results = await runCorpus(manifest, fromBytes, expected);
   checkCorpusResults(results);
 });
 
 test('corpus: every case read lazily through a read callback', async () => {
-  const fds = [];
-  const results = await runCorpus(
-    manifest,
-    (c) => {
-      const h = openLazy(join(CORPUS, c.file));
-      fds.push(h);
-      return h.store;
-    },
-    expected,
-  );
-  for (const h of fds) h.close();
+  const results = await withLazyCases((open) => runCorpus(manifest, open, expected));
   checkCorpusResults(results);
   for (const r of results.filter((r) => r.bytesRead !== undefined)) {
     assert.ok(r.bytesRead > 0, `${r.id}: no bytes counted`);
+  }
+});
+
+test('corpus: every range query, from a Uint8Array and read lazily', async () => {
+  const queriesOf = (c) => JSON.parse(readFileSync(join(CORPUS, c.queries), 'utf8'));
+  const total = manifest.cases.filter((c) => c.queries).reduce((n, c) => n + queriesOf(c).queries.length, 0);
+  assert.ok(total > 0, 'no range queries in the corpus');
+  const bytes = await runQueries(manifest, fromBytes, queriesOf, expected);
+  const lazy = await withLazyCases((open) => runQueries(manifest, open, queriesOf, expected));
+  for (const results of [bytes, lazy]) {
+    assert.equal(results.length, total);
+    assert.deepEqual(results.filter((r) => !r.ok).map((r) => `${r.id}: ${r.detail}`), []);
   }
 });
 

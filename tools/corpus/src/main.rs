@@ -10,6 +10,7 @@
 
 mod cases;
 mod damage;
+mod queries;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -52,7 +53,7 @@ fn build() -> Vec<Output> {
         let v = format!("tree/v{}", bale::btree::FORMAT_VERSION);
         let file = format!("{v}/{}.bale", case.id);
         let expect = format!("{v}/{}.json", case.id);
-        entries.push(json!({
+        let mut entry = json!({
             "id": case.id,
             "kind": "store",
             "file": file,
@@ -60,7 +61,13 @@ fn build() -> Vec<Output> {
             "producer": PRODUCER,
             "made": case.made,
             "expect": expect,
-        }));
+        });
+        if let Some(q) = queries::queries_json(case.id, &case.entries) {
+            let path = format!("{v}/{}.queries.json", case.id);
+            entry["queries"] = json!(path);
+            files.push(Output { path, bytes: q });
+        }
+        entries.push(entry);
         files.push(Output { path: file, bytes: case.bytes });
         files.push(Output { path: expect, bytes: expected_json(case.page_size, &case.entries) });
     }
@@ -82,7 +89,10 @@ fn build() -> Vec<Output> {
             "bale golden corpus. Each case names a file. A runner opens it read-only through its public API ",
             "(no memory map where that is an option), reads every entry in key order with its value whole, ",
             "and compares with `expect` (canonical JSON: sorted [key, value] pairs in hex) or, for `error` ",
-            "cases, checks that the first error raised by those steps has that code. Regenerate with ",
+            "cases, checks that the first error raised by those steps has that code. A case with `queries` ",
+            "names a file of range requests over that store, each with the keys it must yield in order ",
+            "(hex) or the error code it must raise; every runner runs each one through its public range ",
+            "API (README.md here). Regenerate with ",
             "`cargo run -p bale-corpus -- generate tests/corpus`; `make corpus-check` fails on drift."
         ),
         "cases": entries,
