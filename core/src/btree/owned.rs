@@ -69,7 +69,8 @@ impl OwnedRange {
         OwnedRange::new(txn, Bound::Included(prefix.to_vec()), end, reverse, fetch)
     }
 
-    /// Stops after `n` entries.
+    /// Stops after `n` entries (for ranges made by `new` or `prefix`; it
+    /// replaces a request's offset and limit).
     pub fn limit(mut self, n: u64) -> OwnedRange {
         self.scan = self.scan.slice(0, Some(n));
         self

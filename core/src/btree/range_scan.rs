@@ -69,19 +69,10 @@ impl RangeScan {
         self
     }
 
-    pub fn is_reverse(&self) -> bool {
-        self.reverse
-    }
-
     /// True once the range has nothing more to give (exhausted, limit
     /// reached, or failed).
     pub fn is_done(&self) -> bool {
         self.done || self.remaining == Some(0)
-    }
-
-    /// Ends the scan: later runs yield nothing.
-    pub fn finish(&mut self) {
-        self.done = true;
     }
 
     /// Hands the next entries of `r` to `f`, which says for each whether
