@@ -18,7 +18,7 @@ WASM_PKG := $(WASM_DIR)/pkg
 WASM_TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 WASM_ARTIFACT := $(WASM_TARGET_DIR)/wasm32-unknown-unknown/release/bale_wasm.wasm
 WASM_BINDGEN_VERSION = $(shell grep -A1 '^name = "wasm-bindgen"$$' Cargo.lock | sed -n 's/^version = "\(.*\)"/\1/p')
-WASM_TESTS := tests/wasm/node.test.mjs tests/browser/chromium.test.mjs
+WASM_TESTS := $(wildcard tests/wasm/*.test.mjs) tests/browser/chromium.test.mjs
 
 .PHONY: test-wasm wasm-pkg wasm-tools wasm-inspector
 

@@ -7,21 +7,20 @@ import { closeSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+// The package's Node entry, which initialises the module itself.
 import {
-  initSync,
   Store,
   open,
   errorCodes,
   errorForCode,
   formatVersion,
   version,
-} from '../../bindings/wasm/pkg/bale_wasm.js';
+} from '../../bindings/wasm/js/node.js';
 import { canonical, runCorpus, runQueries } from './corpus.js';
 import { BIG_KEY, BIG_LEN, SMALL_KEYS, bigBytes, makeBigStore, smallKey, smallValue } from './big-store.mjs';
 
 const hex = (b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
 const HERE = dirname(fileURLToPath(import.meta.url));
-initSync({ module: readFileSync(new URL('../../bindings/wasm/pkg/bale_wasm_bg.wasm', import.meta.url)) });
 
 // A missing corpus fails the run: readFileSync throws.
 const CORPUS = process.env.CORPUS_DIR ? resolve(process.env.CORPUS_DIR) : join(HERE, '..', 'corpus');
