@@ -5,6 +5,7 @@
 #![forbid(unsafe_op_in_unsafe_fn)]
 
 pub mod btree;
+pub mod chunk_cache;
 pub mod error;
 pub mod format;
 pub mod io;

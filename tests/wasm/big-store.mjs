@@ -2,14 +2,13 @@
 // 1 GiB value of deterministic incompressible bytes (AES-128-CTR keystream,
 // so any slice can be recomputed) and a few thousand small keys. The caller
 // deletes it with `cleanup()`.
-import { spawn, spawnSync } from 'node:child_process';
 import { createCipheriv } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 
-const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+import { baleStreamed } from './cli.mjs';
+
 export const BIG_KEY = 'big';
 export const BIG_LEN = 1 << 30;
 export const SMALL_KEYS = 3000;
@@ -28,38 +27,19 @@ export function bigBytes(offset, len) {
   return c.update(Buffer.alloc(skip + len)).subarray(skip);
 }
 
-/** The CLI binary, built (dev profile, as `cargo test` builds it) if needed. */
-function cli() {
-  const build = spawnSync('cargo', ['build', '--locked', '-q', '-p', 'bale-cli'], { cwd: REPO, stdio: 'inherit' });
-  if (build.status !== 0) throw new Error('cargo build -p bale-cli failed');
-  const target = process.env.CARGO_TARGET_DIR ? resolve(REPO, process.env.CARGO_TARGET_DIR) : join(REPO, 'target');
-  return join(target, 'debug', 'bale');
-}
-
-function run(bin, args, feed) {
-  return new Promise((ok, fail) => {
-    const p = spawn(bin, args, { stdio: ['pipe', 'ignore', 'inherit'] });
-    p.on('error', fail);
-    p.on('exit', (code) => (code === 0 ? ok() : fail(new Error(`bale ${args.join(' ')} exited with ${code}`))));
-    p.stdin.on('error', fail);
-    feed(p.stdin).catch(fail);
-  });
-}
-
 export async function makeBigStore() {
-  const bin = cli();
   const dir = mkdtempSync(join(tmpdir(), 'bale-big-'));
   const path = join(dir, 'big.bale');
   const cleanup = () => rmSync(dir, { recursive: true, force: true });
   try {
-    await run(bin, ['kv', 'put', path, BIG_KEY, '-', '--create'], async (stdin) => {
+    await baleStreamed(['kv', 'put', path, BIG_KEY, '-', '--create'], async (stdin) => {
       const chunk = 4 << 20;
       for (let off = 0; off < BIG_LEN; off += chunk) {
         if (!stdin.write(bigBytes(off, chunk))) await new Promise((r) => stdin.once('drain', r));
       }
       stdin.end();
     });
-    await run(bin, ['kv', 'load', path], async (stdin) => {
+    await baleStreamed(['kv', 'load', path], async (stdin) => {
       const lines = [];
       for (let i = 0; i < SMALL_KEYS; i++) lines.push(`${smallKey(i)}\t${smallValue(i)}\n`);
       stdin.end(lines.join(''));

@@ -3,9 +3,8 @@
 // the API, error mapping, and lazy reads of a ~1 GiB store.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { closeSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 // The package's Node entry, which initialises the module itself.
 import {
@@ -17,53 +16,13 @@ import {
   version,
 } from '../../bindings/wasm/js/node.js';
 import { canonical, runCorpus, runQueries } from './corpus.js';
+import { CORPUS, assertBaleError, caseBytes, expected, hex, manifest, openLazy } from './helpers.mjs';
 import { BIG_KEY, BIG_LEN, SMALL_KEYS, bigBytes, makeBigStore, smallKey, smallValue } from './big-store.mjs';
-
-const hex = (b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
-const HERE = dirname(fileURLToPath(import.meta.url));
-
-// A missing corpus fails the run: readFileSync throws.
-const CORPUS = process.env.CORPUS_DIR ? resolve(process.env.CORPUS_DIR) : join(HERE, '..', 'corpus');
-const manifest = JSON.parse(readFileSync(join(CORPUS, 'manifest.json'), 'utf8'));
-const expected = (c) => JSON.parse(readFileSync(join(CORPUS, c.expect), 'utf8'));
-const caseBytes = (id) => readFileSync(join(CORPUS, manifest.cases.find((c) => c.id === id).file));
 
 const ALL_CODES = [
   'NOT_FOUND', 'CORRUPT', 'CHECKSUM_MISMATCH', 'UNSUPPORTED_VERSION', 'NOT_A_BALE_FILE', 'LOCKED',
   'INVALID_ARGUMENT', 'TOO_LARGE', 'CONFLICT', 'CLOSED', 'IO',
 ];
-
-/** A store over a file read lazily with fs.readSync. */
-function openLazy(path) {
-  const fd = openSync(path, 'r');
-  const size = fstatSync(fd).size;
-  const store = Store.fromReader(size, (offset, length) => {
-    const buf = new Uint8Array(length);
-    let got = 0;
-    while (got < length) {
-      const n = readSync(fd, buf, got, length - got, offset + got);
-      if (n === 0) break;
-      got += n;
-    }
-    return buf.subarray(0, got);
-  });
-  return { store, close: () => closeSync(fd) };
-}
-
-function assertBaleError(fn, code, re) {
-  let thrown;
-  try {
-    fn();
-  } catch (e) {
-    thrown = e;
-  }
-  assert.ok(thrown !== undefined, `expected a ${code} error`);
-  assert.ok(thrown instanceof Error, `threw a non-Error: ${String(thrown)}`);
-  assert.equal(thrown.name, 'BaleError');
-  assert.equal(thrown.code, code, thrown.message);
-  if (re) assert.match(thrown.message, re);
-  return thrown;
-}
 
 function checkCorpusResults(results) {
   assert.ok(results.length >= 20, `only ${results.length} corpus cases`);
@@ -332,9 +291,11 @@ test('a ~1 GiB store: open + one get read a few pages, not the file', async () =
       const openAndGet = { bytes: store.bytesRead, reads: store.readCount };
       console.log(`1 GiB store (${store.fileBytes} bytes): open + get(${key}) read ${openAndGet.bytes} bytes in ${openAndGet.reads} reads`);
       assert.equal(Buffer.from(v).toString(), smallValue(1234));
-      // Header, both meta pages, and one page per tree level.
-      assert.ok(openAndGet.bytes <= 8 * store.pageSize, `open + get read ${openAndGet.bytes} bytes`);
-      assert.ok(openAndGet.reads <= 8, `${openAndGet.reads} reads`);
+      // The first chunk of the cache holds the header and both meta pages;
+      // then one chunk per tree level.
+      const chunk = store.cacheStats().chunkBytes;
+      assert.ok(openAndGet.bytes <= 4 * chunk, `open + get read ${openAndGet.bytes} bytes`);
+      assert.ok(openAndGet.reads <= 4, `${openAndGet.reads} reads`);
       assert.equal(store.count, SMALL_KEYS + 1);
       // A slice from the middle of the 1 GiB value: its block index and one block.
       store.resetCounters();
@@ -343,7 +304,7 @@ test('a ~1 GiB store: open + one get read a few pages, not the file', async () =
       assert.equal(hex(store.getRange(BIG_KEY, off, 1000)), hex(bigBytes(off, 1000)));
       const sliceBytes = store.bytesRead;
       console.log(`getRange(big, 512 MiB, 1000) read ${sliceBytes} bytes in ${store.readCount} reads`);
-      assert.ok(sliceBytes <= 65536 + 8 * store.pageSize, `slice read ${sliceBytes} bytes`);
+      assert.ok(sliceBytes <= 65536 + 4 * chunk, `slice read ${sliceBytes} bytes`);
       // Listing keys reads leaves, never the value blocks.
       store.resetCounters();
       assert.equal(store.keys({ prefix: 'small/', limit: 10 }).toArray().length, 10);

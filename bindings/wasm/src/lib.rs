@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use bale::btree::{Fetch, Item, OwnedRange, RangeScan};
+use bale::chunk_cache::ChunkCache;
 use bale::io::Storage;
 use bale::{ErrorKind, Options, ReadOps, ReadTxn};
 use js_sys::{Array, Object, Reflect, Uint8Array};
@@ -27,7 +28,7 @@ use wasm_bindgen::prelude::*;
 
 pub use error::BaleError;
 use error::invalid;
-use source::{BlobSource, Bytes, CallbackSource, Counters, ReadOnly, Source};
+use source::{BlobSource, Bytes, CallbackSource, Fetched, ReadOnly, Source};
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_TYPES: &str = r#"
@@ -129,6 +130,34 @@ export interface KeyRange extends Iterable<Uint8Array> {
 
 /** What `open()` accepts. */
 export type StoreSource = Uint8Array | ArrayBuffer | Blob;
+
+/**
+ * The read cache of a lazily read store (`fromBlob`, `fromReader`): the
+ * file is read in aligned chunks, the least recently used dropped first,
+ * with read-ahead when reads go through the file in order.
+ */
+export interface CacheOptions {
+  /** Chunk size: a power of two from 512 bytes to 16 MiB (default 64 KiB). */
+  chunkBytes?: number;
+  /** Most bytes the cache holds, at least eight chunks (default 8 MiB). */
+  cacheBytes?: number;
+}
+
+/** `Store.cacheStats()`: counters since open or `resetCounters()`. */
+export interface CacheStats {
+  chunkBytes: number;
+  capacityBytes: number;
+  /** Bytes of the chunks held now (never above `capacityBytes`). */
+  cachedBytes: number;
+  /** Reads the store asked of the cache (pages, page runs). */
+  requests: number;
+  /** Of those, served from held chunks alone. */
+  hits: number;
+  /** Chunks read ahead of a sequential reader. */
+  aheadChunks: number;
+  /** Reads over a quarter of the cache, passed to the source uncached. */
+  bypassed: number;
+}
 "#;
 
 /// The tree-store format version this build reads.
@@ -161,11 +190,15 @@ pub fn error_for_code(code: &str, message: &str) -> Result<JsValue, BaleError> {
 }
 
 /// Opens a store from a `Uint8Array`/`ArrayBuffer` (copied into wasm memory)
-/// or lazily from a `Blob`/`File` (inside a Web Worker).
+/// or lazily from a `Blob`/`File` (inside a Web Worker; `options` are its
+/// cache's).
 #[wasm_bindgen]
-pub fn open(#[wasm_bindgen(unchecked_param_type = "StoreSource")] source: JsValue) -> Result<Store, BaleError> {
+pub fn open(
+    #[wasm_bindgen(unchecked_param_type = "StoreSource")] source: JsValue,
+    #[wasm_bindgen(unchecked_optional_param_type = "CacheOptions")] options: JsValue,
+) -> Result<Store, BaleError> {
     if let Some(b) = source.dyn_ref::<web_sys::Blob>() {
-        return Store::from_blob(b.clone());
+        return Store::from_blob(b.clone(), options);
     }
     if let Some(a) = source.dyn_ref::<Uint8Array>() {
         return Store::from_bytes(a.clone());
@@ -185,22 +218,22 @@ struct Inner {
 #[wasm_bindgen]
 pub struct Store {
     inner: Option<Inner>,
-    counters: Arc<Counters>,
+    fetched: Arc<Fetched>,
     size: u64,
     closed: Rc<Cell<bool>>,
 }
 
-fn open_storage<S: Source + 'static>(src: S, cached: bool) -> Result<Store, BaleError> {
+fn open_storage<S: Source + 'static>(src: S, cache: Option<ChunkCache>) -> Result<Store, BaleError> {
     let size = src.size();
-    let storage = ReadOnly::new(src, cached);
-    let counters = storage.counters.clone();
+    let storage = ReadOnly::new(src, cache);
+    let fetched = storage.fetched.clone();
     let storage: Arc<dyn Storage> = Arc::new(storage);
     let store = bale::Store::open_storage(
         storage,
         Options { readonly: true, mmap: false, create: false, ..Options::default() },
     )?;
     let txn = Arc::new(store.read()?);
-    Ok(Store { inner: Some(Inner { store, txn }), counters, size, closed: Rc::new(Cell::new(false)) })
+    Ok(Store { inner: Some(Inner { store, txn }), fetched, size, closed: Rc::new(Cell::new(false)) })
 }
 
 fn closed() -> BaleError {
@@ -226,14 +259,18 @@ impl Store {
     /// Opens a store from bytes in memory (copied into wasm memory).
     #[wasm_bindgen(js_name = fromBytes)]
     pub fn from_bytes(bytes: Uint8Array) -> Result<Store, BaleError> {
-        open_storage(Bytes(bytes.to_vec()), false)
+        open_storage(Bytes(bytes.to_vec()), None)
     }
 
     /// Opens a store lazily from a `Blob` or `File`, reading only the pages
     /// needed with `FileReaderSync`, which exists only inside Web Workers.
     #[wasm_bindgen(js_name = fromBlob)]
-    pub fn from_blob(blob: web_sys::Blob) -> Result<Store, BaleError> {
-        open_storage(BlobSource::new(blob)?, true)
+    pub fn from_blob(
+        blob: web_sys::Blob,
+        #[wasm_bindgen(unchecked_optional_param_type = "CacheOptions")] options: JsValue,
+    ) -> Result<Store, BaleError> {
+        let cache = options::chunk_cache(&options)?;
+        open_storage(BlobSource::new(blob)?, Some(cache))
     }
 
     /// Opens a store lazily through `read(offset, length)`, a synchronous
@@ -243,11 +280,13 @@ impl Store {
     pub fn from_reader(
         size: f64,
         #[wasm_bindgen(unchecked_param_type = "(offset: number, length: number) => Uint8Array")] read: js_sys::Function,
+        #[wasm_bindgen(unchecked_optional_param_type = "CacheOptions")] options: JsValue,
     ) -> Result<Store, BaleError> {
         if !(size.is_finite() && size >= 0.0 && size.fract() == 0.0 && size <= 9007199254740991.0) {
             return Err(invalid("size must be a non-negative integer"));
         }
-        open_storage(CallbackSource::new(size as u64, read), true)
+        let cache = options::chunk_cache(&options)?;
+        open_storage(CallbackSource::new(size as u64, read), Some(cache))
     }
 
     fn inner(&self) -> Result<&Inner, BaleError> {
@@ -409,24 +448,45 @@ impl Store {
     }
 
     /// Bytes fetched from the source since open (or the last
-    /// `resetCounters()`); repeated reads of a page may be served from a
-    /// small cache and are not counted again.
+    /// `resetCounters()`); reads served by the chunk cache are not counted.
     #[wasm_bindgen(getter, js_name = bytesRead)]
     pub fn bytes_read(&self) -> f64 {
-        self.counters.bytes.load(Ordering::Relaxed) as f64
+        self.fetched.bytes.load(Ordering::Relaxed) as f64
     }
 
     /// Reads issued to the source since open (or the last `resetCounters()`).
     #[wasm_bindgen(getter, js_name = readCount)]
     pub fn read_count(&self) -> f64 {
-        self.counters.reads.load(Ordering::Relaxed) as f64
+        self.fetched.reads.load(Ordering::Relaxed) as f64
     }
 
-    /// Sets `bytesRead` and `readCount` back to zero.
+    /// Sets `bytesRead`, `readCount` and the counters of `cacheStats()`
+    /// back to zero.
     #[wasm_bindgen(js_name = resetCounters)]
-    pub fn reset_counters(&self) {
-        self.counters.bytes.store(0, Ordering::Relaxed);
-        self.counters.reads.store(0, Ordering::Relaxed);
+    pub fn reset_counters(&self) -> Result<(), BaleError> {
+        self.fetched.bytes.store(0, Ordering::Relaxed);
+        self.fetched.reads.store(0, Ordering::Relaxed);
+        self.fetched.with_cache(|c| c.reset_stats())?;
+        Ok(())
+    }
+
+    /// What the chunk cache of a lazily read store did since open (or the
+    /// last `resetCounters()`), and what it holds; `undefined` for stores
+    /// in memory.
+    #[wasm_bindgen(js_name = cacheStats, unchecked_return_type = "CacheStats | undefined")]
+    pub fn cache_stats(&self) -> Result<JsValue, BaleError> {
+        let stats = self.fetched.with_cache(|c| {
+            let (s, o) = (c.stats(), Object::new());
+            set(&o, "chunkBytes", num(c.chunk_bytes() as u64));
+            set(&o, "capacityBytes", num(c.capacity_bytes() as u64));
+            set(&o, "cachedBytes", num(c.cached_bytes() as u64));
+            set(&o, "requests", num(s.requests));
+            set(&o, "hits", num(s.hits));
+            set(&o, "aheadChunks", num(s.ahead_chunks));
+            set(&o, "bypassed", num(s.bypassed));
+            o
+        })?;
+        Ok(stats.map_or(JsValue::UNDEFINED, JsValue::from))
     }
 
     /// Whether `close()` was called.

@@ -2,6 +2,7 @@
 //! (checked by the core's `RangeRequest`).
 
 use bale::btree::{OptionValue, RangeRequest, RangeScan, options_not_an_object};
+use bale::chunk_cache::{ChunkCache, DEFAULT_CACHE_BYTES, DEFAULT_CHUNK_BYTES};
 use js_sys::{Object, Reflect, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
 
@@ -55,6 +56,21 @@ fn option_value(v: &JsValue) -> Option<OptionValue> {
     })
 }
 
+/// The own enumerable properties of an options object, skipping those
+/// whose value is `undefined` or `null` (the same as leaving them out).
+fn own_properties(v: &JsValue) -> Res<Vec<(String, JsValue)>> {
+    let mut out = Vec::new();
+    for name in Object::keys(v.unchecked_ref::<Object>()).iter() {
+        let name = name.as_string().unwrap_or_default();
+        let value =
+            Reflect::get(v, &JsValue::from_str(&name)).map_err(|_| invalid(format!("cannot read option {name}")))?;
+        if !value.is_undefined() && !value.is_null() {
+            out.push((name, value));
+        }
+    }
+    Ok(out)
+}
+
 /// The options of `range()` / `keys()` as the core's request: every own
 /// enumerable property goes to `RangeRequest::set`, which checks its name
 /// and value, so a name the core does not know fails instead of being
@@ -65,14 +81,47 @@ pub fn range_request(v: &JsValue) -> Res<RangeScan> {
         if !v.is_object() || v.is_function() {
             return Err(options_not_an_object(&got.to_string()).into());
         }
-        for name in Object::keys(v.unchecked_ref::<Object>()).iter() {
-            let name = name.as_string().unwrap_or_default();
-            let value = Reflect::get(v, &JsValue::from_str(&name))
-                .map_err(|_| invalid(format!("cannot read range option {name}")))?;
+        for (name, value) in own_properties(v)? {
             if let Some(value) = option_value(&value) {
                 req.set(&name, value)?;
             }
         }
     }
     Ok(req.scan()?)
+}
+
+/// The options a constructor takes (`undefined` and `null`: none), each
+/// name checked against `known`.
+pub fn named(v: &JsValue, what: &str, known: &[&str]) -> Res<Vec<(String, JsValue)>> {
+    if v.is_undefined() || v.is_null() {
+        return Ok(Vec::new());
+    }
+    if !v.is_object() || v.is_function() || v.is_instance_of::<Uint8Array>() {
+        return Err(invalid(format!("{what} options must be an object")));
+    }
+    let props = own_properties(v)?;
+    if let Some((name, _)) = props.iter().find(|(n, _)| !known.contains(&n.as_str())) {
+        return Err(invalid(format!("unknown {what} option {name:?} (known: {})", known.join(", "))));
+    }
+    Ok(props)
+}
+
+/// A non-negative integer option.
+pub fn count_option(name: &str, v: &JsValue) -> Res<u64> {
+    match v.as_f64() {
+        Some(n) => count(n, name),
+        None => Err(invalid(format!("{name} must be a non-negative integer"))),
+    }
+}
+
+/// The chunk cache of a lazily read store, from `{ chunkBytes, cacheBytes }`.
+pub fn chunk_cache(v: &JsValue) -> Res<ChunkCache> {
+    let (mut chunk, mut cache) = (DEFAULT_CHUNK_BYTES as u64, DEFAULT_CACHE_BYTES as u64);
+    for (name, value) in named(v, "open", &["chunkBytes", "cacheBytes"])? {
+        let n = count_option(&name, &value)?;
+        if name == "chunkBytes" { chunk = n } else { cache = n }
+    }
+    // Larger than memory can hold anyway: clamp instead of wrapping.
+    let usize_of = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+    Ok(ChunkCache::new(usize_of(chunk), usize_of(cache))?)
 }

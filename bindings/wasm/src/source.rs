@@ -2,12 +2,14 @@
 //! bytes already in memory, a `Blob`/`File` read slice by slice with
 //! `FileReaderSync` (Web Workers only), or a synchronous JS read callback.
 //! Every backend counts the bytes it fetches from its source, so callers
-//! can see that opening a large store reads a few pages, not the file.
+//! can see that opening a large store reads a few pages, not the file; the
+//! lazy ones read through the core's chunk cache (aligned chunks, LRU,
+//! read-ahead for scans).
 
-use std::collections::VecDeque;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, TryLockError};
 
+use bale::chunk_cache::ChunkCache;
 use bale::io::Storage;
 use bale::{Error, ErrorKind, Result};
 use wasm_bindgen::{JsCast, JsValue};
@@ -151,42 +153,52 @@ pub fn js_io(what: &str, e: &JsValue) -> Error {
     Error::new(ErrorKind::Io, format!("{what} failed: {detail}"))
 }
 
-/// What a backend fetched from its source.
+/// What a backend fetched from its source, and its chunk cache. The store
+/// keeps this too, to report the counters.
 #[derive(Default)]
-pub struct Counters {
+pub struct Fetched {
     pub bytes: AtomicU64,
     pub reads: AtomicU64,
+    cache: Option<Mutex<ChunkCache>>,
 }
 
-/// Recently read ranges, so that repeated reads of the same pages (the meta
-/// pages at every snapshot, branch pages on every range refill) do not go
-/// back to the source. Sources are immutable, so entries never go stale.
-struct Cache {
-    entries: VecDeque<(u64, Vec<u8>)>,
-    bytes: usize,
+impl Fetched {
+    /// Runs `f` on the cache, if there is one. The cache is in use while a
+    /// read callback runs: a callback that calls back into its own store
+    /// gets an error instead of a recursive lock (a trap on this target).
+    pub fn with_cache<T>(&self, f: impl FnOnce(&mut ChunkCache) -> T) -> Result<Option<T>> {
+        let Some(cache) = &self.cache else { return Ok(None) };
+        let mut c = match cache.try_lock() {
+            Ok(c) => c,
+            Err(TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    "the read callback called into the store it is reading for",
+                ));
+            }
+        };
+        Ok(Some(f(&mut c)))
+    }
 }
-
-const CACHE_BYTES: usize = 4 << 20;
-const CACHE_ENTRY_MAX: usize = 256 << 10;
 
 /// A read-only [`Storage`] over a [`Source`], counting what it reads.
 pub struct ReadOnly<S: Source> {
     src: S,
-    pub counters: std::sync::Arc<Counters>,
-    cache: Option<Mutex<Cache>>,
+    pub fetched: Arc<Fetched>,
 }
 
 impl<S: Source> ReadOnly<S> {
-    /// `cached`: keep recently read ranges (for sources slower than memory).
-    pub fn new(src: S, cached: bool) -> ReadOnly<S> {
-        let cache = cached.then(|| Mutex::new(Cache { entries: VecDeque::new(), bytes: 0 }));
-        ReadOnly { src, counters: Default::default(), cache }
+    /// `cache`: read through aligned chunks (for sources slower than memory).
+    pub fn new(src: S, cache: Option<ChunkCache>) -> ReadOnly<S> {
+        let fetched = Arc::new(Fetched { cache: cache.map(Mutex::new), ..Fetched::default() });
+        ReadOnly { src, fetched }
     }
 
     fn fetch(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         self.src.read_at(buf, offset)?;
-        self.counters.bytes.fetch_add(buf.len() as u64, Ordering::Relaxed);
-        self.counters.reads.fetch_add(1, Ordering::Relaxed);
+        self.fetched.bytes.fetch_add(buf.len() as u64, Ordering::Relaxed);
+        self.fetched.reads.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 }
@@ -208,29 +220,8 @@ impl<S: Source> Storage for ReadOnly<S> {
         if buf.is_empty() {
             return Ok(());
         }
-        let Some(cache) = &self.cache else {
-            return self.fetch(buf, offset);
-        };
-        let mut c = cache.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = c.entries.iter().position(|(o, b)| *o == offset && b.len() == buf.len())
-            && let Some(hit) = c.entries.remove(i)
-        {
-            buf.copy_from_slice(&hit.1);
-            c.entries.push_front(hit);
-            return Ok(());
-        }
-        self.fetch(buf, offset)?;
-        if buf.len() <= CACHE_ENTRY_MAX {
-            c.bytes += buf.len();
-            c.entries.push_front((offset, buf.to_vec()));
-            while c.bytes > CACHE_BYTES {
-                match c.entries.pop_back() {
-                    Some((_, b)) => c.bytes -= b.len(),
-                    None => break,
-                }
-            }
-        }
-        Ok(())
+        let via_cache = self.fetched.with_cache(|c| c.read(size, buf, offset, &mut |b, o| self.fetch(b, o)))?;
+        via_cache.unwrap_or_else(|| self.fetch(buf, offset))
     }
 
     fn write_all_at(&self, _data: &[u8], _offset: u64) -> Result<()> {

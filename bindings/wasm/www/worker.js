@@ -50,6 +50,7 @@ async function openFile(file, key) {
   store.resetCounters();
   out.stat = store.stat();
   out.statRead = counters();
+  out.cache = store.cacheStats();
   return out;
 }
 

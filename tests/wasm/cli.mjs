@@ -1,0 +1,37 @@
+// The `bale` CLI of this workspace, for tests that need a store written (or
+// read back) by native code: built once per run (dev profile, as `cargo
+// test` builds it) and run with stdin fed from the test.
+import { spawn, spawnSync } from 'node:child_process';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+let built = null;
+
+/** The path of the CLI binary, building it first if needed. */
+export function cliPath() {
+  if (built) return built;
+  const build = spawnSync('cargo', ['build', '--locked', '-q', '-p', 'bale-cli'], { cwd: REPO, stdio: 'inherit' });
+  if (build.status !== 0) throw new Error('cargo build -p bale-cli failed');
+  const target = process.env.CARGO_TARGET_DIR ? resolve(REPO, process.env.CARGO_TARGET_DIR) : join(REPO, 'target');
+  built = join(target, 'debug', 'bale');
+  return built;
+}
+
+/** Runs `bale ...args` with `input` on stdin; throws unless it exits 0. Returns stdout. */
+export function bale(args, input = '') {
+  const r = spawnSync(cliPath(), args, { input, maxBuffer: 1 << 30 });
+  if (r.status !== 0) throw new Error(`bale ${args.join(' ')} exited with ${r.status}: ${r.stderr}`);
+  return r.stdout;
+}
+
+/** Runs `bale ...args` with stdin written by `feed(stdin)` (for inputs too big to hold). */
+export function baleStreamed(args, feed) {
+  return new Promise((ok, fail) => {
+    const p = spawn(cliPath(), args, { stdio: ['pipe', 'ignore', 'inherit'] });
+    p.on('error', fail);
+    p.on('exit', (code) => (code === 0 ? ok() : fail(new Error(`bale ${args.join(' ')} exited with ${code}`))));
+    p.stdin.on('error', fail);
+    feed(p.stdin).catch(fail);
+  });
+}
