@@ -4,6 +4,7 @@ mod check;
 mod compact;
 mod cursor;
 mod freelist;
+mod live_range;
 pub mod meta;
 mod node;
 mod owned;
@@ -23,6 +24,7 @@ pub use compact::{CompactReport, compact_into};
 pub use stat::{Stat, stat};
 
 pub use cursor::{Cursor, Range, ValueRef, ValueStream};
+pub use live_range::LiveRange;
 pub use owned::{Fetch, Item, OwnedRange, OwnedValue};
 pub use range_request::{OptionValue, RangeRequest, options_not_an_object};
 pub use range_scan::{RangeScan, Step};

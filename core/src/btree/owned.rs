@@ -76,28 +76,10 @@ impl OwnedRange {
         self
     }
 
-    fn refill(&mut self) -> Result<()> {
-        let (fetch, buf) = (self.fetch, &mut self.buf);
-        let mut n = 0;
-        self.scan.run(&*self.txn, |k, v| {
-            let item = match fetch {
-                Fetch::Keys => None,
-                Fetch::Values => Some(Item::Bytes(v.to_vec()?)),
-                Fetch::InlineValues => Some(match v.as_inline() {
-                    Some(b) => Item::Bytes(b.to_vec()),
-                    None => Item::Large(v.len()),
-                }),
-            };
-            buf.push_back((k.to_vec(), item));
-            n += 1;
-            Ok::<_, Error>(if n < BATCH { Step::Next } else { Step::Stop })
-        })
-    }
-
     /// The next entry: its key and, unless fetching keys only, its value.
     pub fn next_item(&mut self) -> Result<Option<(Vec<u8>, Option<Item>)>> {
         if self.buf.is_empty()
-            && let Err(e) = self.refill()
+            && let Err(e) = refill(&mut self.scan, &*self.txn, self.fetch, &mut self.buf)
         {
             // Errors are sticky (the scan ends); what was read before them
             // is dropped with them.
@@ -106,6 +88,29 @@ impl OwnedRange {
         }
         Ok(self.buf.pop_front())
     }
+}
+
+/// Runs `scan` once more over `r`, buffering up to a batch of entries.
+pub(crate) fn refill<R: ReadOps + ?Sized>(
+    scan: &mut RangeScan,
+    r: &R,
+    fetch: Fetch,
+    buf: &mut VecDeque<(Vec<u8>, Option<Item>)>,
+) -> Result<()> {
+    let mut n = 0;
+    scan.run(r, |k, v| {
+        let item = match fetch {
+            Fetch::Keys => None,
+            Fetch::Values => Some(Item::Bytes(v.to_vec()?)),
+            Fetch::InlineValues => Some(match v.as_inline() {
+                Some(b) => Item::Bytes(b.to_vec()),
+                None => Item::Large(v.len()),
+            }),
+        };
+        buf.push_back((k.to_vec(), item));
+        n += 1;
+        Ok::<_, Error>(if n < BATCH { Step::Next } else { Step::Stop })
+    })
 }
 
 impl Iterator for OwnedRange {

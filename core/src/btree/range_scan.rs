@@ -69,6 +69,25 @@ impl RangeScan {
         self
     }
 
+    /// This scan as it stands once `taken` more entries were yielded, the
+    /// last of them `key`: it goes on just past `key`, its offset spent and
+    /// `taken` fewer entries left to yield. For hosts whose buffered entries
+    /// went stale (the view they read changed) and are read again.
+    pub fn resumed_after(&self, key: &[u8], taken: u64) -> RangeScan {
+        let mut s = self.clone();
+        if taken == 0 {
+            return s;
+        }
+        s.skip = 0;
+        s.remaining = s.remaining.map(|n| n.saturating_sub(taken));
+        if s.reverse {
+            s.end = Bound::Excluded(key.to_vec());
+        } else {
+            s.start = Bound::Excluded(key.to_vec());
+        }
+        s
+    }
+
     /// True once the range has nothing more to give (exhausted, limit
     /// reached, or failed).
     pub fn is_done(&self) -> bool {

@@ -1,0 +1,83 @@
+//! Reports as plain JS objects: `stat()`, `check()` and `cacheStats()`.
+
+use bale::btree::{CheckReport, Stat};
+use bale::chunk_cache::ChunkCache;
+use js_sys::{Array, Object, Reflect};
+use wasm_bindgen::JsValue;
+
+/// A u64 as a JS number, exact below 2^53 (every size bale allows).
+pub fn num(v: u64) -> JsValue {
+    JsValue::from(v as f64)
+}
+
+fn set(obj: &Object, key: &str, value: impl Into<JsValue>) {
+    // Setting a data property on a fresh plain object cannot fail.
+    let _ = Reflect::set(obj, &JsValue::from_str(key), &value.into());
+}
+
+/// `stat()` of a store whose file is `file_bytes` long.
+pub fn stat(s: &Stat, format_version: u16, file_bytes: u64) -> Object {
+    let o = Object::new();
+    set(&o, "formatVersion", format_version);
+    set(&o, "fileBytes", num(file_bytes));
+    set(&o, "txn", num(s.txn));
+    set(&o, "pageSize", num(s.page_size));
+    set(&o, "filePages", num(s.file_pages));
+    set(&o, "depth", num(s.depth));
+    set(&o, "entries", num(s.entries));
+    set(&o, "leafPages", num(s.leaf_pages));
+    set(&o, "branchPages", num(s.branch_pages));
+    set(&o, "fill", s.fill);
+    set(&o, "inlineValueBytes", num(s.inline_value_bytes));
+    set(&o, "largeValues", num(s.large_values));
+    set(&o, "largeValueBytes", num(s.large_value_bytes));
+    set(&o, "largeStoredBytes", num(s.large_stored_bytes));
+    set(&o, "largePages", num(s.large_pages));
+    set(&o, "freePages", num(s.free_pages));
+    set(&o, "freeListPages", num(s.free_list_pages));
+    set(&o, "metaSlot", num(s.meta_slot));
+    o
+}
+
+pub fn check(r: &CheckReport) -> Object {
+    let o = Object::new();
+    set(&o, "ok", r.is_ok());
+    set(&o, "txn", num(r.txn));
+    set(&o, "pages", num(r.pages));
+    set(&o, "entries", num(r.entries));
+    set(&o, "largeValues", num(r.large_values));
+    set(&o, "freePages", num(r.free_pages));
+    set(&o, "metaSlot", num(r.meta_slot));
+    let problems: Array = r
+        .problems
+        .iter()
+        .map(|p| {
+            let po = Object::new();
+            set(&po, "page", p.page.map(num).unwrap_or(JsValue::NULL));
+            set(&po, "message", p.message.as_str());
+            JsValue::from(po)
+        })
+        .collect();
+    set(&o, "problems", problems);
+    o
+}
+
+pub fn cache_stats(c: &ChunkCache) -> Object {
+    let (s, o) = (c.stats(), Object::new());
+    set(&o, "chunkBytes", num(c.chunk_bytes() as u64));
+    set(&o, "capacityBytes", num(c.capacity_bytes() as u64));
+    set(&o, "cachedBytes", num(c.cached_bytes() as u64));
+    set(&o, "requests", num(s.requests));
+    set(&o, "hits", num(s.hits));
+    set(&o, "aheadChunks", num(s.ahead_chunks));
+    set(&o, "bypassed", num(s.bypassed));
+    o
+}
+
+/// `{ done, value }` of the JS iterator protocol.
+pub fn iter_result(value: Option<JsValue>) -> Object {
+    let o = Object::new();
+    set(&o, "done", value.is_none());
+    set(&o, "value", value.unwrap_or(JsValue::UNDEFINED));
+    o
+}
