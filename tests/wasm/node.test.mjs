@@ -146,6 +146,20 @@ test('errors from real failures are thrown as BaleErrors', () => {
   assert.equal(lazy.count, 2000);
 });
 
+test('constructor arguments of the wrong type are INVALID_ARGUMENT', () => {
+  // These used to throw a TypeError without a code, NOT_A_BALE_FILE, or an
+  // IO error at the first read.
+  assertBaleError(() => Store.fromBytes(), 'INVALID_ARGUMENT', /fromBytes\(\) takes a Uint8Array or an ArrayBuffer/);
+  assertBaleError(() => Store.fromBytes(42), 'INVALID_ARGUMENT', /fromBytes\(\) takes/);
+  assertBaleError(() => Store.fromBytes('bale'), 'INVALID_ARGUMENT', /fromBytes\(\) takes/);
+  assertBaleError(() => Store.fromBlob(42), 'INVALID_ARGUMENT', /fromBlob\(\) takes a Blob or a File/);
+  assertBaleError(() => Store.fromBlob(caseBytes('one-key')), 'INVALID_ARGUMENT', /fromBlob\(\) takes/);
+  assertBaleError(() => Store.fromReader(10, 5), 'INVALID_ARGUMENT', /fromReader\(\) takes a read function/);
+  // An ArrayBuffer is bytes too.
+  const b = caseBytes('one-key');
+  assert.equal(Store.fromBytes(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength)).count, 1);
+});
+
 test('get, has, valueLength and getRange', () => {
   const doc = expected(manifest.cases.find((c) => c.id === 'large-values'));
   const s = Store.fromBytes(caseBytes('large-values'));

@@ -211,14 +211,11 @@ pub fn open(
     #[wasm_bindgen(unchecked_param_type = "StoreSource")] source: JsValue,
     #[wasm_bindgen(unchecked_optional_param_type = "BytesOptions | CacheOptions")] options: JsValue,
 ) -> Result<Store, BaleError> {
-    if let Some(b) = source.dyn_ref::<web_sys::Blob>() {
-        return Store::from_blob(b.clone(), options);
+    if source.is_instance_of::<web_sys::Blob>() {
+        return Store::from_blob(source, options);
     }
-    if let Some(a) = source.dyn_ref::<Uint8Array>() {
-        return Store::from_bytes(a.clone(), options);
-    }
-    if source.is_instance_of::<js_sys::ArrayBuffer>() {
-        return Store::from_bytes(Uint8Array::new(&source), options);
+    if source.is_instance_of::<Uint8Array>() || source.is_instance_of::<js_sys::ArrayBuffer>() {
+        return Store::from_bytes(source, options);
     }
     Err(invalid("open() takes a Uint8Array, an ArrayBuffer, a Blob or a File"))
 }

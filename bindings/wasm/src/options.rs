@@ -8,19 +8,21 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use crate::error::{Res, invalid};
 
+/// The bytes of a `Uint8Array` or `ArrayBuffer`, or `None` for anything else.
+pub fn bytes(v: &JsValue) -> Option<Vec<u8>> {
+    if let Some(a) = v.dyn_ref::<Uint8Array>() {
+        return Some(a.to_vec());
+    }
+    v.is_instance_of::<js_sys::ArrayBuffer>().then(|| Uint8Array::new(v).to_vec())
+}
+
 /// A key argument: a `Uint8Array` (or `ArrayBuffer`), or a string encoded
 /// as UTF-8.
 pub fn key(v: &JsValue, what: &str) -> Res<Vec<u8>> {
     if let Some(s) = v.as_string() {
         return Ok(s.into_bytes());
     }
-    if let Some(a) = v.dyn_ref::<Uint8Array>() {
-        return Ok(a.to_vec());
-    }
-    if v.is_instance_of::<js_sys::ArrayBuffer>() {
-        return Ok(Uint8Array::new(v).to_vec());
-    }
-    Err(invalid(format!("{what} must be a Uint8Array or a string")))
+    bytes(v).ok_or_else(|| invalid(format!("{what} must be a Uint8Array or a string")))
 }
 
 /// A non-negative integer argument.

@@ -83,26 +83,29 @@ impl Store {
     /// memory: read-only, or with `writable: true` writable.
     #[wasm_bindgen(js_name = fromBytes)]
     pub fn from_bytes(
-        bytes: Uint8Array,
+        #[wasm_bindgen(unchecked_param_type = "Uint8Array | ArrayBuffer")] bytes: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "BytesOptions")] options: JsValue,
     ) -> Result<Store, BaleError> {
+        let bytes =
+            options::bytes(&bytes).ok_or_else(|| invalid("fromBytes() takes a Uint8Array or an ArrayBuffer"))?;
         let mut write = false;
         for (name, value) in options::named(&options, "open", &["writable"])? {
             write = value.as_bool().ok_or_else(|| invalid(format!("{name} must be a boolean")))?;
         }
         if write {
-            return Ok(writable(Writable::load(bytes.to_vec())?));
+            return Ok(writable(Writable::load(bytes)?));
         }
-        open_storage(Bytes(bytes.to_vec()), None)
+        open_storage(Bytes(bytes), None)
     }
 
     /// Opens a store lazily from a `Blob` or `File`, reading only the pages
     /// needed with `FileReaderSync`, which exists only inside Web Workers.
     #[wasm_bindgen(js_name = fromBlob)]
     pub fn from_blob(
-        blob: web_sys::Blob,
+        #[wasm_bindgen(unchecked_param_type = "Blob")] blob: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "CacheOptions")] options: JsValue,
     ) -> Result<Store, BaleError> {
+        let blob = blob.dyn_into::<web_sys::Blob>().map_err(|_| invalid("fromBlob() takes a Blob or a File"))?;
         let cache = options::chunk_cache(&options)?;
         open_storage(BlobSource::new(blob)?, Some(cache))
     }
@@ -113,9 +116,12 @@ impl Store {
     #[wasm_bindgen(js_name = fromReader)]
     pub fn from_reader(
         size: f64,
-        #[wasm_bindgen(unchecked_param_type = "(offset: number, length: number) => Uint8Array")] read: js_sys::Function,
+        #[wasm_bindgen(unchecked_param_type = "(offset: number, length: number) => Uint8Array")] read: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "CacheOptions")] options: JsValue,
     ) -> Result<Store, BaleError> {
+        let read = read
+            .dyn_into::<js_sys::Function>()
+            .map_err(|_| invalid("fromReader() takes a read function (offset, length) => Uint8Array"))?;
         let size = options::count(size, "size")?;
         let cache = options::chunk_cache(&options)?;
         open_storage(CallbackSource::new(size, read), Some(cache))
