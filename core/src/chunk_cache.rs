@@ -29,6 +29,21 @@ const MIN_CHUNKS: usize = 8;
 /// miss, up to a quarter of the cache and at most `MAX_AHEAD_BYTES`.
 const FIRST_AHEAD: u64 = 2;
 const MAX_AHEAD_BYTES: u64 = 1 << 20;
+/// Sequential readers followed at once. A tree scan reads leaves in order
+/// but, in a deep tree, misses on branch pages elsewhere in between: those
+/// start streams of their own instead of ending the leaves' stream.
+/// Streams not reading ahead yet are dropped first.
+const STREAMS: usize = 4;
+
+/// A reader going through the file in order.
+#[derive(Debug, Clone, Copy)]
+struct Stream {
+    /// The chunk right after the last one this stream fetched: a miss
+    /// starting there continues it.
+    next: u64,
+    /// Chunks of read-ahead its next miss fetches.
+    ahead: u64,
+}
 
 /// What a cache did since it was made (or its counters were reset).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -52,11 +67,8 @@ pub struct ChunkCache {
     max_ahead: u64,
     chunks: LruCache<u64, Box<[u8]>>,
     held: usize,
-    /// The chunk right after the last one the previous miss fetched: a miss
-    /// starting there continues a sequential read.
-    next: Option<u64>,
-    /// Chunks of read-ahead the next sequential miss fetches.
-    ahead: u64,
+    /// Recent streams, the most recently continued first.
+    streams: Vec<Stream>,
     stats: CacheStats,
 }
 
@@ -85,8 +97,7 @@ impl ChunkCache {
             max_ahead,
             chunks: LruCache::new(cap),
             held: 0,
-            next: None,
-            ahead: 0,
+            streams: Vec::with_capacity(STREAMS),
             stats: CacheStats::default(),
         })
     }
@@ -146,26 +157,36 @@ impl ChunkCache {
         for c in first..from {
             self.chunks.get(&c);
         }
-        let sequential = self.next == Some(from);
-        self.ahead = if !sequential {
-            0
-        } else if self.ahead == 0 {
-            FIRST_AHEAD.min(self.max_ahead)
-        } else {
-            (self.ahead * 2).min(self.max_ahead)
+        // A miss where a stream goes on reads further ahead than the last
+        // time; any other miss starts a stream, without read-ahead.
+        let ahead = match self.streams.iter().position(|s| s.next == from) {
+            Some(i) => {
+                let s = self.streams.remove(i);
+                if s.ahead == 0 { FIRST_AHEAD } else { s.ahead * 2 }.min(self.max_ahead)
+            }
+            None => {
+                // Room for the new stream: the oldest one not reading ahead
+                // goes first, so misses scattered between a scan's reads
+                // replace each other, not the scan.
+                if self.streams.len() == STREAMS {
+                    let idle = self.streams.iter().rposition(|s| s.ahead == 0);
+                    self.streams.remove(idle.unwrap_or(STREAMS - 1));
+                }
+                0
+            }
         };
         let end_chunk = size.div_ceil(self.chunk);
         // Read-ahead stops at the end of the file and at the first chunk
         // already held.
         let mut to = last + 1;
-        while to < end_chunk && to <= last + self.ahead && !self.chunks.contains(&to) {
+        while to < end_chunk && to <= last + ahead && !self.chunks.contains(&to) {
             to += 1;
         }
         let start = from * self.chunk;
         let mut run = vec![0u8; ((to * self.chunk).min(size) - start) as usize];
         fetch(&mut run, start)?;
         self.stats.ahead_chunks += to - last - 1;
-        self.next = Some(to);
+        self.streams.insert(0, Stream { next: to, ahead });
         for (i, bytes) in run.chunks(self.chunk as usize).enumerate() {
             self.insert(from + i as u64, bytes.into());
         }
@@ -253,16 +274,20 @@ mod tests {
         src.read(&mut c, 4096, 4096);
         src.read(&mut c, 8000, 192);
         assert_eq!(src.fetches.len(), 1);
-        src.read(&mut c, 20 * 4096, 10);
+        // Reads elsewhere, enough that chunk 1's reader is forgotten.
+        for chunk in [20, 12, 16, 8] {
+            src.read(&mut c, chunk * 4096, 10);
+        }
         // A read across a chunk boundary fetches only what is missing.
         src.read(&mut c, 8000, 300);
-        assert_eq!(src.fetches[2], (8192, 4096));
+        assert_eq!(src.fetches[5], (8192, 4096));
         // The last chunk of the file is short.
         src.read(&mut c, size - 10, 10);
-        assert_eq!(src.fetches[3], (25 * 4096, 100));
+        assert_eq!(src.fetches[6], (25 * 4096, 100));
         assert_eq!(c.stats().hits, 2);
-        assert_eq!(c.stats().requests, 6);
-        assert_eq!(c.cached_bytes(), 3 * 4096 + 100);
+        assert_eq!(c.stats().requests, 9);
+        assert_eq!(c.stats().ahead_chunks, 0);
+        assert_eq!(c.cached_bytes(), 6 * 4096 + 100);
     }
 
     #[test]
@@ -284,6 +309,21 @@ mod tests {
         assert!(src.fetches.len() < 20, "{} fetches for 512 pages", src.fetches.len());
         assert_eq!(c.stats().requests, 1 + 2 * 512);
         assert_eq!(c.stats().hits, 1 + 2 * 512 - src.fetches.len() as u64);
+    }
+
+    #[test]
+    fn interleaved_sequential_readers_each_read_ahead() {
+        let mut src = Counted::new(16384 * K);
+        let mut c = ChunkCache::new(4096, 256 * 4096).unwrap();
+        // Leaves from chunk 0 on, with a miss on a branch page far away
+        // between each two, as in a deep tree: the leaves' stream goes on.
+        for p in 0..200 {
+            src.read(&mut c, p * 4096, 4096);
+            src.read(&mut c, (1000 + p * 7) * 4096, 100);
+        }
+        let leaf_fetches = src.fetches.iter().filter(|f| f.0 < 1000 * 4096).count();
+        assert!(leaf_fetches < 12, "{leaf_fetches} fetches for 200 leaves");
+        assert!(c.stats().ahead_chunks >= 190);
     }
 
     #[test]
