@@ -253,6 +253,11 @@ mod tests {
 
     const K: u64 = 1024;
 
+    /// A source of `kib` KiB and a cache of `chunks` chunks of 4 KiB.
+    fn setup(kib: u64, chunks: usize) -> (Counted, ChunkCache) {
+        (Counted::new(kib * K), ChunkCache::new(4096, chunks * 4096).unwrap())
+    }
+
     #[test]
     fn sizes_are_checked() {
         for (chunk, cache) in [(1000, 1 << 20), (256, 1 << 20), (32 << 20, 1 << 30), (4096, 7 * 4096)] {
@@ -292,8 +297,7 @@ mod tests {
 
     #[test]
     fn sequential_reads_read_ahead_more_and_more() {
-        let mut src = Counted::new(4096 * K);
-        let mut c = ChunkCache::new(4096, 256 * 4096).unwrap();
+        let (mut src, mut c) = setup(4096, 256);
         // Page by page through 2 MiB (512 pages), going back to one other
         // page between them as a tree scan goes back to a branch page.
         src.read(&mut c, 1000 * 4096, 4096);
@@ -313,8 +317,7 @@ mod tests {
 
     #[test]
     fn interleaved_sequential_readers_each_read_ahead() {
-        let mut src = Counted::new(16384 * K);
-        let mut c = ChunkCache::new(4096, 256 * 4096).unwrap();
+        let (mut src, mut c) = setup(16384, 256);
         // Leaves from chunk 0 on, with a miss on a branch page far away
         // between each two, as in a deep tree: the leaves' stream goes on.
         for p in 0..200 {
@@ -328,8 +331,7 @@ mod tests {
 
     #[test]
     fn random_reads_do_not_read_ahead() {
-        let mut src = Counted::new(4096 * K);
-        let mut c = ChunkCache::new(4096, 64 * 4096).unwrap();
+        let (mut src, mut c) = setup(4096, 64);
         // Pages far apart, never the one after the last miss.
         let mut p = 7u64;
         for _ in 0..300 {
@@ -342,8 +344,7 @@ mod tests {
 
     #[test]
     fn memory_stays_within_the_budget() {
-        let mut src = Counted::new(8192 * K);
-        let mut c = ChunkCache::new(4096, 16 * 4096).unwrap();
+        let (mut src, mut c) = setup(8192, 16);
         for p in 0..2048 {
             src.read(&mut c, p * 4096, 4096);
             assert!(c.cached_bytes() <= c.capacity_bytes());
@@ -361,8 +362,7 @@ mod tests {
 
     #[test]
     fn least_recently_used_chunks_go_first() {
-        let mut src = Counted::new(1024 * K);
-        let mut c = ChunkCache::new(4096, 8 * 4096).unwrap();
+        let (mut src, mut c) = setup(1024, 8);
         // Chunk 0 is used between every other read, so it stays.
         for p in [10, 20, 30, 40, 50, 60, 70, 80, 90, 100] {
             src.read(&mut c, 0, 10);

@@ -66,8 +66,15 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::btree::{Options, RangeRequest, Store};
+    use crate::btree::{Options, RangeRequest, Store, WriteTxn};
     use crate::io::MemStorage;
+
+    /// A store of `n` keys `k000`... committed, and a write transaction on it.
+    fn writing(n: usize) -> (Store, WriteTxn) {
+        let s = store(n);
+        let w = s.write().unwrap();
+        (s, w)
+    }
 
     fn store(n: usize) -> Store {
         let s = Store::open_storage(Arc::new(MemStorage::new()), Options { mmap: false, ..Options::create() }).unwrap();
@@ -90,15 +97,19 @@ mod tests {
         out
     }
 
+    /// Every key, ascending.
+    fn all(fetch: Fetch) -> LiveRange {
+        LiveRange::new(RangeRequest::default().scan().unwrap(), fetch)
+    }
+
     fn keys(from: usize, to: usize) -> Vec<String> {
         (from..to).map(|i| format!("k{i:03}")).collect()
     }
 
     #[test]
     fn writes_during_the_iteration_are_seen_ahead_of_it_only() {
-        let s = store(1000);
-        let mut w = s.write().unwrap();
-        let mut r = LiveRange::new(RangeRequest::default().scan().unwrap(), Fetch::Values);
+        let (_s, mut w) = writing(1000);
+        let mut r = all(Fetch::Values);
         assert_eq!(take(&mut r, &w, 10), keys(0, 10));
         // Ahead: ten keys deleted (read into the batch already), one added.
         for i in 10..20 {
@@ -117,8 +128,7 @@ mod tests {
 
     #[test]
     fn offset_and_limit_count_what_was_yielded_before_a_change() {
-        let s = store(600);
-        let mut w = s.write().unwrap();
+        let (_s, mut w) = writing(600);
         let mut req = RangeRequest { offset: 5, limit: Some(300), reverse: true, ..RangeRequest::default() };
         req.lt = Some(b"k500".to_vec());
         let mut r = LiveRange::new(req.scan().unwrap(), Fetch::Keys);
@@ -138,9 +148,8 @@ mod tests {
 
     #[test]
     fn a_batch_yielded_whole_goes_on_past_its_last_key() {
-        let s = store(300);
-        let mut w = s.write().unwrap();
-        let mut r = LiveRange::new(RangeRequest::default().scan().unwrap(), Fetch::Keys);
+        let (s, mut w) = writing(300);
+        let mut r = all(Fetch::Keys);
         // One batch (256 entries) read and yielded: nothing buffered.
         assert_eq!(take(&mut r, &w, 256), keys(0, 256));
         w.put(b"k2545", b"behind").unwrap();
@@ -150,7 +159,6 @@ mod tests {
         // The committed store, read with the same type, is unchanged.
         w.abort();
         let t = s.read().unwrap();
-        let mut all = LiveRange::new(RangeRequest::default().scan().unwrap(), Fetch::Keys);
-        assert_eq!(take(&mut all, &t, usize::MAX), keys(0, 300));
+        assert_eq!(take(&mut all(Fetch::Keys), &t, usize::MAX), keys(0, 300));
     }
 }
