@@ -98,6 +98,19 @@ async function newPage() {
   return { page, errors };
 }
 
+/**
+ * Opens a test page that records its run in `window[name]`, waits for it,
+ * keeps a screenshot as `<name>.png`, and returns the page and the record.
+ */
+async function runPage(path, name, timeout) {
+  const { page, errors } = await newPage();
+  await page.goto(`${base}${path}`);
+  await page.waitForFunction((n) => window[n] !== undefined, name, { timeout });
+  const run = await page.evaluate((n) => window[n], name);
+  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+  return { page, errors, run };
+}
+
 async function inspect(page, file, key) {
   await page.goto(`${base}/www/index.html`);
   if (key !== undefined) await page.fill('#key', key);
@@ -146,11 +159,7 @@ test('inspector: a damaged file shows its error code', async () => {
 });
 
 test('corpus: every case and range query opened from a Blob in a Web Worker', async () => {
-  const { page, errors } = await newPage();
-  await page.goto(`${base}/tests/browser/corpus.html`);
-  await page.waitForFunction(() => window.corpusRun !== undefined, null, { timeout: 120000 });
-  const run = await page.evaluate(() => window.corpusRun);
-  await page.screenshot({ path: join(ARTIFACTS, 'corpus.png'), fullPage: true });
+  const { page, errors, run } = await runPage('/tests/browser/corpus.html', 'corpusRun', 120000);
   assert.equal(run.error, undefined);
   assert.equal(run.results.length, manifest.cases.length);
   assert.ok(run.results.length >= 20);
@@ -167,6 +176,49 @@ test('corpus: every case and range query opened from a Blob in a Web Worker', as
   // The main thread has no FileReaderSync: a clear INVALID_ARGUMENT error.
   assert.equal(run.main.fromBlob, 'true/BaleError/INVALID_ARGUMENT');
   assert.equal(run.main.fromBytes, 1);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('WorkerStore: stores in a worker through Promises; error codes, transfers and the chunk cache', async () => {
+  const { page, errors, run: r } = await runPage('/tests/browser/worker.html', 'workerRun', 60000);
+  assert.equal(r.error, undefined, r.error);
+  // Every rejection is an Error with the code the Store would throw.
+  const codes = { notBale: 'NOT_A_BALE_FILE', wrongVersion: 'UNSUPPORTED_VERSION', checksum: 'CHECKSUM_MISMATCH', badKey: 'INVALID_ARGUMENT', badOption: 'INVALID_ARGUMENT', readOnly: 'INVALID_ARGUMENT', closed: 'CLOSED', earlyExport: 'INVALID_ARGUMENT', noWorker: 'IO', uncloneable: 'INVALID_ARGUMENT' };
+  for (const [step, code] of Object.entries(codes)) {
+    assert.equal(r[step].isError, true, `${step}: ${JSON.stringify(r[step])}`);
+    assert.equal(r[step].name, 'BaleError', step);
+    assert.equal(r[step].code, code, `${step}: ${r[step].message}`);
+    assert.ok(r[step].message.startsWith(`${code}: `), r[step].message);
+  }
+  assert.equal(typeof r.checksum.page, 'number');
+  assert.match(r.badOption.message, /unknown range option "start"/);
+  assert.equal(r.closedFlag, true);
+  // The File read lazily in the worker: a full scan in far fewer source
+  // reads than page reads, the cache within its budget.
+  const deep = manifest.cases.find((c) => c.id === 'thousands');
+  const want = JSON.parse(readFileSync(join(CORPUS, deep.expect), 'utf8'));
+  assert.equal(r.lazyInfo.count, want.count);
+  assert.equal(r.lazyInfo.writable, false);
+  assert.equal(r.scan.entries, want.count);
+  console.log(`WorkerStore scan of a File: ${r.scan.cache.requests} page reads, ${r.scan.sourceReads} source reads, ${r.scan.cache.aheadChunks} chunks read ahead`);
+  assert.equal(Buffer.from(r.scan.firstKey).toString('hex'), want.entries[0][0]);
+  assert.ok(r.scan.cache.requests >= 65, JSON.stringify(r.scan.cache));
+  assert.ok(r.scan.sourceReads * 5 <= r.scan.cache.requests, `${r.scan.sourceReads} source reads, ${r.scan.cache.requests} page reads`);
+  assert.ok(r.scan.cache.aheadChunks > 0);
+  assert.ok(r.scan.cache.cachedBytes <= r.scan.cache.capacityBytes && r.scan.cache.capacityBytes < r.scan.fileBytes);
+  assert.deepEqual(r.keysLimited, want.entries.slice(-3).reverse().map(([k]) => Buffer.from(k, 'hex').toString()));
+  // The scan's keys and values were moved out of the worker.
+  assert.ok(r.transferred.after - r.transferred.before >= want.entries.reduce((n, [k, v]) => n + (k.length + v.length) / 2, 0), JSON.stringify(r.transferred));
+  // Writable store in a worker; transfer() moved the caller's buffers.
+  assert.equal(r.sentDetached, true);
+  assert.equal(r.inTxn, true);
+  assert.equal(r.bigRoundTrip, true);
+  assert.equal(r.deleted, true);
+  assert.ok(r.exportedBytes >= 3 * 4096 && r.exportedBytes % 4096 === 0, `${r.exportedBytes}`);
+  assert.equal(r.exportDetached, true);
+  assert.deepEqual(r.reopened, { count: 2, name: 'tree.png', writable: false, big: true });
+  assert.equal(r.reopenedCheck, true);
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -1,26 +1,13 @@
-// The inspector page: hands the chosen File to the worker and shows what it
-// reports. All reading happens in worker.js.
+// The inspector page: opens the chosen File in the package's WorkerStore
+// (the store runs in a Web Worker that reads the file lazily) and shows
+// what it reads. Nothing is uploaded and the file is never modified.
+import { WorkerStore } from '../js/worker.js';
+
 const $ = (id) => document.getElementById(id);
-const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
-const pending = new Map();
-let nextId = 1;
+let store = null;
 
-function ask(msg) {
-  const id = nextId++;
-  return new Promise((resolve, reject) => {
-    pending.set(id, { resolve, reject });
-    worker.postMessage({ id, ...msg });
-  });
-}
-
-worker.onmessage = (ev) => {
-  const p = pending.get(ev.data.id);
-  if (!p) return;
-  pending.delete(ev.data.id);
-  if (ev.data.ok) p.resolve(ev.data.result);
-  else p.reject(Object.assign(new Error(ev.data.error.message), ev.data.error));
-};
-worker.onerror = (ev) => status(`worker failed: ${ev.message}`, 'error');
+const FIRST_KEYS = 50;
+const PREVIEW = 24;
 
 function status(text, cls = '') {
   const s = $('status');
@@ -73,13 +60,51 @@ function lookupRows(l) {
   ];
 }
 
+/** What the store fetched from the file since the last resetCounters(). */
+async function counters() {
+  const i = await store.refreshInfo();
+  return { bytes: i.bytesRead, reads: i.readCount };
+}
+
+async function lookup(key) {
+  await store.resetCounters();
+  const length = await store.valueLength(key);
+  const preview = length === undefined ? null : await store.getRange(key, 0, PREVIEW);
+  return { key, found: length !== undefined, length: length ?? null, preview, read: await counters() };
+}
+
+/** Opens `file` and reads what the page shows, counting the reads of each step. */
+async function inspectFile(file, key) {
+  if (store) await store.close();
+  store = null;
+  store = await WorkerStore.open(file);
+  const { info } = store;
+  const r = { name: file.name, size: file.size, pageSize: info.pageSize, formatVersion: info.formatVersion, count: info.count };
+  r.open = { bytes: info.bytesRead, reads: info.readCount };
+  if (key !== undefined) {
+    // Open + this one lookup, before anything else touches the file.
+    r.lookup = await lookup(key);
+    r.openAndLookup = { bytes: r.open.bytes + r.lookup.read.bytes, reads: r.open.reads + r.lookup.read.reads };
+  }
+  await store.resetCounters();
+  const keys = await store.keys({ limit: FIRST_KEYS });
+  const lengths = await Promise.all(keys.map((k) => store.valueLength(k)));
+  r.keys = keys.map((k, i) => ({ key: k, length: lengths[i] }));
+  r.listing = await counters();
+  await store.resetCounters();
+  r.stat = await store.stat();
+  r.statRead = await counters();
+  r.cache = await store.cacheStats();
+  return r;
+}
+
 async function openFile(file) {
   status(`Opening ${file.name}…`);
   $('get').disabled = $('check').disabled = true;
   const keyText = $('key').value;
   let r;
   try {
-    r = await ask({ op: 'open', file, key: keyText ? parseKey(keyText) : undefined });
+    r = await inspectFile(file, keyText ? parseKey(keyText) : undefined);
   } catch (e) {
     $('result').hidden = true;
     status(`${file.name}: ${e.code ?? e.name}: ${e.message}`, 'error');
@@ -126,7 +151,7 @@ $('file').addEventListener('change', () => {
 });
 $('get').addEventListener('click', async () => {
   try {
-    const l = await ask({ op: 'get', key: parseKey($('key').value) });
+    const l = await lookup(parseKey($('key').value));
     rows($('lookup'), lookupRows(l));
     window.baleLookup = l;
   } catch (e) {
@@ -135,7 +160,9 @@ $('get').addEventListener('click', async () => {
 });
 $('check').addEventListener('click', async () => {
   try {
-    const { report, read } = await ask({ op: 'check' });
+    await store.resetCounters();
+    const report = await store.check();
+    const read = await counters();
     rows($('checked'), [
       ['result', report.ok ? 'ok' : `${report.problems.length} problems`],
       ['pages', fmt(report.pages)],
