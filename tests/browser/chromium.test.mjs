@@ -184,7 +184,7 @@ test('WorkerStore: stores in a worker through Promises; error codes, transfers a
   const { page, errors, run: r } = await runPage('/tests/browser/worker.html', 'workerRun', 60000);
   assert.equal(r.error, undefined, r.error);
   // Every rejection is an Error with the code the Store would throw.
-  const codes = { notBale: 'NOT_A_BALE_FILE', wrongVersion: 'UNSUPPORTED_VERSION', checksum: 'CHECKSUM_MISMATCH', badKey: 'INVALID_ARGUMENT', badOption: 'INVALID_ARGUMENT', readOnly: 'INVALID_ARGUMENT', closed: 'CLOSED', earlyExport: 'INVALID_ARGUMENT', noWorker: 'IO', uncloneable: 'INVALID_ARGUMENT' };
+  const codes = { notBale: 'NOT_A_BALE_FILE', badSource: 'INVALID_ARGUMENT', wrongVersion: 'UNSUPPORTED_VERSION', checksum: 'CHECKSUM_MISMATCH', badKey: 'INVALID_ARGUMENT', badOption: 'INVALID_ARGUMENT', readOnly: 'INVALID_ARGUMENT', closed: 'CLOSED', earlyExport: 'INVALID_ARGUMENT', noWorker: 'IO', uncloneable: 'INVALID_ARGUMENT' };
   for (const [step, code] of Object.entries(codes)) {
     assert.equal(r[step].isError, true, `${step}: ${JSON.stringify(r[step])}`);
     assert.equal(r[step].name, 'BaleError', step);
@@ -193,6 +193,7 @@ test('WorkerStore: stores in a worker through Promises; error codes, transfers a
   }
   assert.equal(typeof r.checksum.page, 'number');
   assert.match(r.badOption.message, /unknown range option "start"/);
+  assert.match(r.badSource.message, /open\(\) takes a Uint8Array, an ArrayBuffer, a Blob or a File/);
   assert.equal(r.closedFlag, true);
   // The File read lazily in the worker: a full scan in far fewer source
   // reads than page reads, the cache within its budget.

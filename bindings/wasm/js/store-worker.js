@@ -3,7 +3,7 @@
 // error }. A File or Blob is read here, lazily, with FileReaderSync (which
 // the main thread lacks). The byte arrays of results are transferred, not
 // copied: each is a fresh buffer made for this answer.
-import init, { Store } from '../pkg/bale_wasm.js';
+import init, { Store, open } from '../pkg/bale_wasm.js';
 
 const ready = init().catch((e) => {
   throw Object.assign(new Error(`IO: the bale WebAssembly module did not load in the worker: ${e.message}`), {
@@ -17,10 +17,8 @@ const transferred = { buffers: 0, bytes: 0 };
 
 /** How the worker opens its store, by op. */
 const OPENERS = {
-  open(source, options) {
-    if (source instanceof Blob) return Store.fromBlob(source, options);
-    return Store.fromBytes(source, options);
-  },
+  // A Blob or File lazily (FileReaderSync exists here), or bytes.
+  open: (source, options) => open(source, options),
   create: (options) => Store.create(options),
 };
 
