@@ -24,6 +24,7 @@ use pyo3::types::{PyBytes, PyDict, PyTuple};
 
 mod bytes;
 mod iter;
+mod report;
 mod store;
 mod txn;
 mod value;
@@ -147,10 +148,30 @@ pub(crate) fn to_py(py: Python<'_>, e: bale::Error) -> PyErr {
     make_error(py, e.code(), e.message(), e.page(), args)
 }
 
+/// The Python exception for a core error about the file at `path` (as the
+/// CLI words it: the path, then the message); an `IoError` also gets
+/// `.filename`.
+pub(crate) fn to_py_at(py: Python<'_>, e: bale::Error, path: &std::path::Path) -> PyErr {
+    let message = format!("{}: {}", path.display(), e.message());
+    let args = match (e.kind(), e.io_error().and_then(|io| io.raw_os_error())) {
+        // OSError(errno, strerror, filename).
+        (bale::ErrorKind::Io, Some(errno)) => {
+            (errno, format!("{}: {message}", e.code()), path.as_os_str()).into_pyobject(py).ok().map(|t| t.into_any())
+        }
+        _ => None,
+    };
+    make_error(py, e.code(), &message, e.page(), args.and_then(|a| a.cast_into::<PyTuple>().ok()))
+}
+
 /// `NotFoundError(key)`, the `KeyError` of a missing key.
 pub(crate) fn key_error(py: Python<'_>, key: &[u8]) -> PyErr {
     let args = PyTuple::new(py, [PyBytes::new(py, key)]).ok();
     make_error(py, bale::ErrorKind::NotFound.code(), "key not found", None, args)
+}
+
+/// `NotFoundError(message)`: nothing to take (an empty `popitem`).
+pub(crate) fn not_found(py: Python<'_>, what: &str) -> PyErr {
+    make_error(py, bale::ErrorKind::NotFound.code(), what, None, None)
 }
 
 pub(crate) fn closed_error(py: Python<'_>, what: &str) -> PyErr {
@@ -224,8 +245,8 @@ fn _bale(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<txn::Transaction>()?;
     m.add_class::<iter::RangeIterator>()?;
     m.add_class::<value::ValueReader>()?;
-    m.add_class::<store::Stat>()?;
-    m.add_class::<store::CheckReport>()?;
-    m.add_class::<store::CompactReport>()?;
+    m.add_class::<report::Stat>()?;
+    m.add_class::<report::CheckReport>()?;
+    m.add_class::<report::CompactReport>()?;
     Ok(())
 }

@@ -7,12 +7,13 @@ use std::sync::{Arc, Mutex};
 use bale::{Options, ReadOps, Store};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyTuple};
+use pyo3::types::{PyBytes, PyTuple};
 
 use crate::iter::{Kind, RangeArg, RangeIterator, RangeKwargs, Source, range_request};
+use crate::report::{CheckReport, CompactReport, Stat};
 use crate::txn::{Snapshot, Transaction, update_from};
 use crate::value::{PyReader, ValueReader, value_file};
-use crate::{CoreResult, Data, Fail, ForkSafe, check_fork, closed_error, key_error};
+use crate::{CoreResult, Data, Fail, ForkSafe, check_fork, closed_error, key_error, not_found, to_py_at};
 use bale::btree::RangeScan;
 
 /// Locks a mutex that is only ever held for a few instructions, never
@@ -99,7 +100,7 @@ impl Tree {
     ) -> PyResult<Tree> {
         let opts = Options { create, readonly, page_size, mmap, wait_for_writer: wait, durable };
         let p = path.clone();
-        let store = py.detach(move || Store::open(&p, opts)).py(py)?;
+        let store = py.detach(move || Store::open(&p, opts)).map_err(|e| to_py_at(py, e, &path))?;
         Ok(Tree { epoch: crate::fork_epoch(), store: Mutex::new(Some(ForkSafe::new(store))), path, readonly, mmap })
     }
 
@@ -276,7 +277,7 @@ impl Tree {
         })?;
         match first {
             Some((k, v)) => PyTuple::new(py, [PyBytes::new(py, &k), PyBytes::new(py, &v)]),
-            None => Err(pyo3::exceptions::PyKeyError::new_err("popitem(): the store is empty")),
+            None => Err(not_found(py, "popitem(): the store is empty")),
         }
     }
 
@@ -425,112 +426,3 @@ impl Tree {
         py.detach(|| store.get(key)).py(py)
     }
 }
-
-/// `stat()`: page counts, depth, fill and value bytes of the latest commit.
-#[pyclass(module = "bale", frozen)]
-pub struct Stat(bale::btree::Stat);
-
-macro_rules! getters {
-    ($ty:ident { $($f:ident: $t:ty),* $(,)? } $($extra:tt)*) => {
-        #[pymethods]
-        impl $ty {
-            $($extra)*
-            $(
-                #[getter]
-                fn $f(&self) -> $t {
-                    self.0.$f
-                }
-            )*
-        }
-    };
-}
-
-getters!(Stat {
-    txn: u64,
-    page_size: u64,
-    file_pages: u64,
-    depth: u64,
-    entries: u64,
-    leaf_pages: u64,
-    branch_pages: u64,
-    fill: f64,
-    inline_value_bytes: u64,
-    large_values: u64,
-    large_value_bytes: u64,
-    large_stored_bytes: u64,
-    large_pages: u64,
-    free_pages: u64,
-    free_list_pages: u64,
-    meta_slot: u64,
-}
-    /// Every field as a dict.
-    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = &self.0;
-        let d = PyDict::new(py);
-        for (k, v) in [
-            ("txn", s.txn),
-            ("page_size", s.page_size),
-            ("file_pages", s.file_pages),
-            ("depth", s.depth),
-            ("entries", s.entries),
-            ("leaf_pages", s.leaf_pages),
-            ("branch_pages", s.branch_pages),
-            ("inline_value_bytes", s.inline_value_bytes),
-            ("large_values", s.large_values),
-            ("large_value_bytes", s.large_value_bytes),
-            ("large_stored_bytes", s.large_stored_bytes),
-            ("large_pages", s.large_pages),
-            ("free_pages", s.free_pages),
-            ("free_list_pages", s.free_list_pages),
-            ("meta_slot", s.meta_slot),
-        ] {
-            d.set_item(k, v)?;
-        }
-        d.set_item("fill", s.fill)?;
-        Ok(d)
-    }
-
-    fn __repr__(&self) -> String {
-        format!("{:?}", self.0).replacen("Stat", "bale.Stat", 1)
-    }
-);
-
-/// `check()`: what was verified, and the problems found (none when `ok`).
-#[pyclass(module = "bale", frozen)]
-pub struct CheckReport(bale::btree::CheckReport);
-
-getters!(CheckReport { txn: u64, pages: u64, entries: u64, large_values: u64, free_pages: u64, meta_slot: u64 }
-    #[getter]
-    fn ok(&self) -> bool {
-        self.0.is_ok()
-    }
-
-    /// `(page or None, message)` for each problem.
-    #[getter]
-    fn problems(&self) -> Vec<(Option<u64>, String)> {
-        self.0.problems.iter().map(|p| (p.page, p.message.clone())).collect()
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "<bale.CheckReport ok={} pages={} entries={} problems={}>",
-            self.0.is_ok(),
-            self.0.pages,
-            self.0.entries,
-            self.0.problems.len()
-        )
-    }
-);
-
-/// `compact()`: file bytes before and after, and entries copied.
-#[pyclass(module = "bale", frozen)]
-pub struct CompactReport(bale::btree::CompactReport);
-
-getters!(CompactReport { bytes_before: u64, bytes_after: u64, entries: u64 }
-    fn __repr__(&self) -> String {
-        format!(
-            "<bale.CompactReport bytes_before={} bytes_after={} entries={}>",
-            self.0.bytes_before, self.0.bytes_after, self.0.entries
-        )
-    }
-);

@@ -12,7 +12,7 @@ use pyo3::types::{PyBytes, PyTuple};
 use crate::iter::{Kind, RangeArg, RangeIterator, RangeKwargs, Source, range_request};
 use crate::store::{quick, value_bytes};
 use crate::value::{PyReader, ValueReader, value_file};
-use crate::{CoreResult, Data, ForkSafe, check_fork, closed_error, key_error};
+use crate::{CoreResult, Data, ForkSafe, check_fork, closed_error, key_error, not_found};
 use bale::btree::RangeScan;
 
 /// Values at least this long are written with the GIL released (they may
@@ -409,7 +409,7 @@ impl Transaction {
         })?;
         match first {
             Some((k, v)) => PyTuple::new(py, [PyBytes::new(py, &k), PyBytes::new(py, &v)]),
-            None => Err(pyo3::exceptions::PyKeyError::new_err("popitem(): the transaction sees no keys")),
+            None => Err(not_found(py, "popitem(): the transaction sees no keys")),
         }
     }
 
