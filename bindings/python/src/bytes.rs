@@ -10,6 +10,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use pyo3::{Borrowed, ffi};
 
+use crate::{type_error, type_name};
+
 pub struct Data<'a> {
     ptr: *const u8,
     len: usize,
@@ -42,6 +44,17 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Data<'a> {
         let len = usize::try_from(v.len).unwrap_or(0);
         let ptr = if len == 0 { [].as_ptr() } else { v.buf as *const u8 };
         Ok(Data { ptr, len, view: Some(view), _life: PhantomData })
+    }
+}
+
+impl<'a> Data<'a> {
+    /// The bytes of the argument `what`; any other type raises
+    /// `InvalidTypeError`.
+    pub fn arg(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Data<'a>> {
+        obj.extract::<Data<'a>>().map_err(|_| {
+            let msg = format!("{what} must be bytes-like (bytes, bytearray, memoryview, ...), not {}", type_name(obj));
+            type_error(obj.py(), &msg)
+        })
     }
 }
 

@@ -14,7 +14,7 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyTuple, PyType};
 
 use crate::store::value_bytes;
 use crate::txn::Transaction;
-use crate::{CoreResult, Data, Fail, ForkSafe, closed_error};
+use crate::{CoreResult, Data, Fail, ForkSafe, closed_error, type_error, type_name};
 
 const FIRST_BATCH: usize = 16;
 const MAX_BATCH: usize = 512;
@@ -71,24 +71,50 @@ pub type RangeArg<'py> = Option<Bound<'py, PyAny>>;
 /// Their keyword options (`**options`).
 pub type RangeKwargs<'py> = Bound<'py, PyDict>;
 
+/// The range options whose values are keys.
+const KEY_OPTIONS: [&str; 5] = ["gt", "gte", "lt", "lte", "prefix"];
+
 /// An option's value for the core, or `None` for `None` (the same as
-/// leaving the option out). Keys are bytes-like objects; a `str` is not.
-fn option_value(v: &Bound<'_, PyAny>) -> Option<OptionValue> {
+/// leaving the option out). Key options take a bytes-like object and
+/// nothing else (`InvalidTypeError`); the others are checked by the core.
+fn option_value(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Option<OptionValue>> {
     if v.is_none() {
-        return None;
+        return Ok(None);
     }
-    Some(if let Ok(b) = v.cast::<PyBool>() {
+    if KEY_OPTIONS.contains(&name) {
+        return Ok(Some(OptionValue::Bytes(Data::arg(v, name)?.to_vec())));
+    }
+    Ok(Some(if let Ok(b) = v.cast::<PyBool>() {
         OptionValue::Bool(b.is_true())
     } else if v.is_instance_of::<PyInt>() {
         // Past i64, as a float: still a huge count, or still negative.
         v.extract().map(OptionValue::Int).unwrap_or_else(|_| OptionValue::Number(v.extract().unwrap_or(f64::NAN)))
     } else if let Ok(f) = v.cast::<PyFloat>() {
         OptionValue::Number(f.value())
-    } else if let Ok(d) = v.extract::<Data<'_>>() {
-        OptionValue::Bytes(d.to_vec())
     } else {
-        OptionValue::Other(v.get_type().name().map_or_else(|_| "an object".into(), |n| format!("'{n}'")))
-    })
+        OptionValue::Other(type_name(v))
+    }))
+}
+
+/// Whether `v` has the type the option `name` takes, so that a refused
+/// value is a wrong value (`InvalidArgumentError`) rather than a wrong
+/// type (`InvalidTypeError`). Unknown names are not type errors.
+fn right_type(name: &str, v: &OptionValue) -> bool {
+    match name {
+        "reverse" | "include_stop" => matches!(v, OptionValue::Bool(_)),
+        "limit" | "offset" => matches!(v, OptionValue::Int(_) | OptionValue::Number(_)),
+        _ => true,
+    }
+}
+
+/// Sets one option on the request, raising the core's refusal as a type
+/// or a value error.
+fn set_option(py: Python<'_>, req: &mut RangeRequest, name: &str, v: OptionValue) -> PyResult<()> {
+    let typed = right_type(name, &v);
+    match req.set(name, v) {
+        Err(e) if !typed => Err(type_error(py, e.message())),
+        r => r.py(py),
+    }
 }
 
 /// The arguments of `keys`/`values`/`items` as the core's request, which
@@ -105,25 +131,24 @@ pub(crate) fn range_request(
     let mut include_stop = false;
     for (name, v) in options.iter().flat_map(|d| d.iter()) {
         let name: String = name.extract()?;
-        match (name.as_str(), option_value(&v)) {
+        match (name.as_str(), option_value(&name, &v)?) {
             (_, None) => {}
             ("include_stop", Some(OptionValue::Bool(b))) => include_stop = b,
             ("include_stop", Some(other)) => {
-                let msg = format!("include_stop must be a boolean, not {other}");
-                return Err(bale::Error::new(bale::ErrorKind::InvalidArgument, msg)).py(py);
+                return Err(type_error(py, &format!("include_stop must be a boolean, not {other}")));
             }
             (_, Some(v)) => named.push((name, v)),
         }
     }
     let mut req = RangeRequest::default();
     let stop_name = if include_stop { "lte" } else { "lt" };
-    for (name, v) in [("gte", start), (stop_name, stop)] {
-        if let Some(v) = v.as_ref().and_then(option_value) {
-            req.set(name, v).py(py)?;
+    for (name, arg, v) in [("gte", "start", start), (stop_name, "stop", stop)] {
+        if let Some(v) = v.as_ref().filter(|v| !v.is_none()) {
+            req.set(name, OptionValue::Bytes(Data::arg(v, arg)?.to_vec())).py(py)?;
         }
     }
     for (name, v) in named {
-        req.set(&name, v).py(py)?;
+        set_option(py, &mut req, &name, v)?;
     }
     req.scan().py(py)
 }

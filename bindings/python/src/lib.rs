@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyDict, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyTuple, PyType};
 
 mod bytes;
 mod iter;
@@ -119,23 +119,51 @@ pub(crate) fn make_error(
     page: Option<u64>,
     args: Option<Bound<'_, PyTuple>>,
 ) -> PyErr {
-    let build = || -> PyResult<PyErr> {
+    let class = || -> PyResult<Bound<'_, PyAny>> {
         let classes = error_classes(py)?;
-        let cls = match classes.get_item(code)? {
-            Some(c) => c,
-            None => classes.get_item("")?.ok_or_else(|| PyTypeError::new_err("bale error classes missing"))?,
-        };
-        let args = match args {
-            Some(a) => a,
-            None => PyTuple::new(py, [format!("{code}: {message}")])?,
-        };
-        let exc = cls.call1(args)?;
-        exc.setattr("code", code)?;
-        exc.setattr("message", message)?;
-        exc.setattr("page", page)?;
-        Ok(PyErr::from_value(exc))
+        match classes.get_item(code)? {
+            Some(c) => Ok(c),
+            None => classes.get_item("")?.ok_or_else(|| PyTypeError::new_err("bale error classes missing")),
+        }
     };
-    build().unwrap_or_else(|e| e)
+    class().and_then(|cls| error_of(&cls, code, message, page, args)).unwrap_or_else(|e| e)
+}
+
+/// An instance of the exception class `cls`, with bale's attributes.
+fn error_of(
+    cls: &Bound<'_, PyAny>,
+    code: &str,
+    message: &str,
+    page: Option<u64>,
+    args: Option<Bound<'_, PyTuple>>,
+) -> PyResult<PyErr> {
+    let args = match args {
+        Some(a) => a,
+        None => PyTuple::new(cls.py(), [format!("{code}: {message}")])?,
+    };
+    let exc = cls.call1(args)?;
+    exc.setattr("code", code)?;
+    exc.setattr("message", message)?;
+    exc.setattr("page", page)?;
+    Ok(PyErr::from_value(exc))
+}
+
+static INVALID_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// `InvalidTypeError`: an argument of the wrong type. It is both bale's
+/// `InvalidArgumentError` (code `INVALID_ARGUMENT`) and a `TypeError`, the
+/// one rule for every argument of the package.
+pub(crate) fn type_error(py: Python<'_>, message: &str) -> PyErr {
+    let code = bale::ErrorKind::InvalidArgument.code();
+    INVALID_TYPE
+        .import(py, "bale._support", "InvalidTypeError")
+        .and_then(|cls| error_of(cls.as_any(), code, message, None, None))
+        .unwrap_or_else(|e| e)
+}
+
+/// `'str'`: an object's type, for messages.
+pub(crate) fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type().name().map_or_else(|_| "an object".into(), |n| format!("'{n}'"))
 }
 
 /// The Python exception for a core error.

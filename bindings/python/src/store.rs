@@ -5,15 +5,17 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use bale::{Options, ReadOps, Store};
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyTuple};
+use pyo3::types::{PyBytes, PyInt, PyTuple};
 
 use crate::iter::{Kind, RangeArg, RangeIterator, RangeKwargs, Source, range_request};
 use crate::report::{CheckReport, CompactReport, Stat};
 use crate::txn::{Snapshot, Transaction, update_from};
 use crate::value::{PyReader, ValueReader, value_file};
-use crate::{CoreResult, Data, Fail, ForkSafe, check_fork, closed_error, key_error, not_found, to_py_at};
+use crate::{
+    CoreResult, Data, Fail, ForkSafe, check_fork, closed_error, key_error, not_found, to_py, to_py_at, type_error,
+    type_name,
+};
 use bale::btree::RangeScan;
 
 /// Locks a mutex that is only ever held for a few instructions, never
@@ -31,6 +33,22 @@ pub(crate) fn value_bytes<'py>(py: Python<'py>, v: &bale::btree::ValueRef<'_>) -
             let data = py.detach(|| v.to_vec()).py(py)?;
             Ok(PyBytes::new(py, &data))
         }
+    }
+}
+
+/// The argument `name` as a `T`, `default` when absent or `None`; another
+/// type raises `InvalidTypeError` saying it wants `what`.
+fn typed<'py, T: for<'a> FromPyObject<'a, 'py>>(
+    v: Option<&Bound<'py, PyAny>>,
+    name: &str,
+    what: &str,
+    default: T,
+) -> PyResult<T> {
+    match v {
+        Some(v) if !v.is_none() => {
+            v.extract().map_err(|_| type_error(v.py(), &format!("{name} must be {what}, not {}", type_name(v))))
+        }
+        _ => Ok(default),
     }
 }
 
@@ -84,20 +102,31 @@ impl Tree {
 
 #[pymethods]
 impl Tree {
-    /// Opens (with `create`, creates) the store file at `path`.
+    /// Opens (with `create`, creates) the store file at `path`. An option
+    /// given as `None` takes its default.
     #[staticmethod]
-    #[pyo3(signature = (path, *, create=false, readonly=false, page_size=4096, durable=true, mmap=true, wait=false))]
+    #[pyo3(signature = (path, *, create=None, readonly=None, page_size=None, durable=None, mmap=None, wait=None))]
     #[allow(clippy::too_many_arguments)]
     fn open(
         py: Python<'_>,
-        path: PathBuf,
-        create: bool,
-        readonly: bool,
-        page_size: u32,
-        durable: bool,
-        mmap: bool,
-        wait: bool,
+        path: &Bound<'_, PyAny>,
+        create: Option<&Bound<'_, PyAny>>,
+        readonly: Option<&Bound<'_, PyAny>>,
+        page_size: Option<&Bound<'_, PyAny>>,
+        durable: Option<&Bound<'_, PyAny>>,
+        mmap: Option<&Bound<'_, PyAny>>,
+        wait: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Tree> {
+        let path: PathBuf = typed(Some(path), "path", "a str or os.PathLike", PathBuf::new())?;
+        let flag = |v, name| typed(v, name, "a bool", false);
+        let (create, readonly, wait) = (flag(create, "create")?, flag(readonly, "readonly")?, flag(wait, "wait")?);
+        let (durable, mmap) = (typed(durable, "durable", "a bool", true)?, typed(mmap, "mmap", "a bool", true)?);
+        let page_size = typed::<Bound<'_, PyInt>>(page_size, "page_size", "an int", 4096.into_pyobject(py)?)?;
+        let page_size = page_size.extract::<u32>().map_err(|_| {
+            let (lo, hi) = (bale::btree::page::MIN_PAGE_SIZE, bale::btree::page::MAX_PAGE_SIZE);
+            let msg = format!("page size {page_size} is not a power of two from {lo} to {hi}");
+            to_py(py, bale::Error::new(bale::ErrorKind::InvalidArgument, msg))
+        })?;
         let opts = Options { create, readonly, page_size, mmap, wait_for_writer: wait, durable };
         let p = path.clone();
         let store = py.detach(move || Store::open(&p, opts)).map_err(|e| to_py_at(py, e, &path))?;
@@ -137,10 +166,9 @@ impl Tree {
         Ok(false)
     }
 
-    fn __reduce__(&self) -> PyResult<()> {
-        Err(PyTypeError::new_err(
-            "a bale.Tree cannot be pickled or sent to another process; pass the path and call Tree.open there",
-        ))
+    fn __reduce__(&self, py: Python<'_>) -> PyResult<()> {
+        let msg = "a bale.Tree cannot be pickled or sent to another process; pass the path and call Tree.open there";
+        Err(type_error(py, msg))
     }
 
     #[getter]
@@ -182,7 +210,8 @@ impl Tree {
 
     // -- mapping protocol, each call its own transaction
 
-    fn __getitem__<'py>(&self, py: Python<'py>, key: Data<'_>) -> PyResult<Bound<'py, PyBytes>> {
+    fn __getitem__<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+        let key = Data::arg(key, "key")?;
         match self.get_bytes(py, &key)? {
             Some(v) => Ok(PyBytes::new(py, &v)),
             None => Err(key_error(py, &key)),
@@ -194,26 +223,30 @@ impl Tree {
     fn get<'py>(
         &self,
         py: Python<'py>,
-        key: Data<'_>,
+        key: &Bound<'_, PyAny>,
         default: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let key = Data::arg(key, "key")?;
         Ok(match self.get_bytes(py, &key)? {
             Some(v) => Some(PyBytes::new(py, &v).into_any()),
             None => default,
         })
     }
 
-    fn __setitem__(&self, py: Python<'_>, key: Data<'_>, value: Data<'_>) -> PyResult<()> {
+    fn __setitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let key = Data::arg(key, "key")?;
+        let value = Data::arg(value, "value")?;
         let (k, v): (&[u8], &[u8]) = (&key, &value);
         self.write_with(py, |w| w.put(k, v))
     }
 
     /// Stores `value` under `key` and commits.
-    fn put(&self, py: Python<'_>, key: Data<'_>, value: Data<'_>) -> PyResult<()> {
+    fn put(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         self.__setitem__(py, key, value)
     }
 
-    fn __delitem__(&self, py: Python<'_>, key: Data<'_>) -> PyResult<()> {
+    fn __delitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        let key = Data::arg(key, "key")?;
         let k: &[u8] = &key;
         let store = self.store(py)?;
         let found = py
@@ -230,14 +263,21 @@ impl Tree {
     }
 
     /// Removes `key` and commits; returns whether it was there.
-    fn delete(&self, py: Python<'_>, key: Data<'_>) -> PyResult<bool> {
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let key = Data::arg(key, "key")?;
         let k: &[u8] = &key;
         self.write_with(py, |w| w.delete(k))
     }
 
     /// Removes `key` and returns its value, or `default` (KeyError without one).
     #[pyo3(signature = (key, *default))]
-    fn pop<'py>(&self, py: Python<'py>, key: Data<'_>, default: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyAny>> {
+    fn pop<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'_, PyAny>,
+        default: &Bound<'py, PyTuple>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let key = Data::arg(key, "key")?;
         let k: &[u8] = &key;
         let old = self.write_with(py, |w| {
             let old = w.get(k)?.map(|v| v.to_vec()).transpose()?;
@@ -254,7 +294,14 @@ impl Tree {
     }
 
     /// The value of `key`; stores and returns `default` when missing.
-    fn setdefault<'py>(&self, py: Python<'py>, key: Data<'_>, default: Data<'_>) -> PyResult<Bound<'py, PyBytes>> {
+    fn setdefault<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'_, PyAny>,
+        default: &Bound<'_, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let key = Data::arg(key, "key")?;
+        let default = Data::arg(default, "default")?;
         let (k, d): (&[u8], &[u8]) = (&key, &default);
         let v = self.write_with(py, |w| match w.get(k)? {
             Some(v) => v.to_vec(),
@@ -281,7 +328,8 @@ impl Tree {
         }
     }
 
-    fn __contains__(&self, py: Python<'_>, key: Data<'_>) -> PyResult<bool> {
+    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let key = Data::arg(key, "key")?;
         let k: &[u8] = &key;
         let store = self.store(py)?;
         py.detach(|| store.read()?.contains(k)).py(py)
@@ -365,7 +413,8 @@ impl Tree {
 
     /// A seekable read-only binary file over the value of `key`, from a
     /// snapshot taken now.
-    fn open_value<'py>(&self, py: Python<'py>, key: Data<'_>) -> PyResult<Bound<'py, PyAny>> {
+    fn open_value<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let key = Data::arg(key, "key")?;
         let txn = self.snapshot(py)?;
         let k: &[u8] = &key;
         let t2 = txn.clone();
@@ -377,7 +426,8 @@ impl Tree {
 
     /// Stores everything `fileobj.read()` yields under `key` and commits;
     /// the value passes in bounded memory. Returns its length.
-    fn put_stream(&self, py: Python<'_>, key: Data<'_>, fileobj: Py<PyAny>) -> PyResult<u64> {
+    fn put_stream(&self, py: Python<'_>, key: &Bound<'_, PyAny>, fileobj: Py<PyAny>) -> PyResult<u64> {
+        let key = Data::arg(key, "key")?;
         let k: &[u8] = &key;
         let store = self.store(py)?;
         let mut reader = PyReader::new(fileobj);

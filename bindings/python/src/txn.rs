@@ -12,7 +12,7 @@ use pyo3::types::{PyBytes, PyTuple};
 use crate::iter::{Kind, RangeArg, RangeIterator, RangeKwargs, Source, range_request};
 use crate::store::{quick, value_bytes};
 use crate::value::{PyReader, ValueReader, value_file};
-use crate::{CoreResult, Data, ForkSafe, check_fork, closed_error, key_error, not_found};
+use crate::{CoreResult, Data, ForkSafe, check_fork, closed_error, key_error, not_found, type_error, type_name};
 use bale::btree::RangeScan;
 
 /// Values at least this long are written with the GIL released (they may
@@ -101,7 +101,8 @@ impl Snapshot {
         format!("<bale.Snapshot txn_id={}{state}>", self.txn_id)
     }
 
-    fn __getitem__<'py>(&self, py: Python<'py>, key: Data<'_>) -> PyResult<Bound<'py, PyBytes>> {
+    fn __getitem__<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+        let key = Data::arg(key, "key")?;
         self.lookup(py, &key)?.ok_or_else(|| key_error(py, &key))
     }
 
@@ -110,16 +111,18 @@ impl Snapshot {
     fn get<'py>(
         &self,
         py: Python<'py>,
-        key: Data<'_>,
+        key: &Bound<'_, PyAny>,
         default: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let key = Data::arg(key, "key")?;
         Ok(match self.lookup(py, &key)? {
             Some(v) => Some(v.into_any()),
             None => default,
         })
     }
 
-    fn __contains__(&self, py: Python<'_>, key: Data<'_>) -> PyResult<bool> {
+    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let key = Data::arg(key, "key")?;
         let t = self.txn(py)?;
         let k: &[u8] = &key;
         if self.mmap { t.contains(k).py(py) } else { py.detach(|| t.contains(k)).py(py) }
@@ -167,7 +170,8 @@ impl Snapshot {
     }
 
     /// A seekable read-only binary file over the value of `key`.
-    fn open_value<'py>(&self, py: Python<'py>, key: Data<'_>) -> PyResult<Bound<'py, PyAny>> {
+    fn open_value<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let key = Data::arg(key, "key")?;
         let t = self.txn(py)?;
         let k: &[u8] = &key;
         match py.detach(move || bale::btree::OwnedValue::open(t, k)).py(py)? {
@@ -237,19 +241,27 @@ impl Transaction {
 pub(crate) fn update_from(py: Python<'_>, w: &mut WriteTxn, items: &Bound<'_, PyAny>) -> PyResult<()> {
     let pairs =
         if items.hasattr(intern!(py, "items"))? { items.call_method0(intern!(py, "items"))? } else { items.clone() };
-    for pair in pairs.try_iter()? {
+    let not_pairs = |obj: &Bound<'_, PyAny>, e: PyErr| {
+        if e.is_instance_of::<PyTypeError>(py) {
+            let msg = format!("update() needs a mapping or (key, value) pairs, not {}", type_name(obj));
+            type_error(py, &msg)
+        } else {
+            e
+        }
+    };
+    for pair in pairs.try_iter().map_err(|e| not_pairs(&pairs, e))? {
         let pair = pair?;
         let (k, v) = match pair.cast::<PyTuple>() {
             Ok(t) if t.len() == 2 => (t.get_item(0)?, t.get_item(1)?),
             _ => {
-                let mut it = pair.try_iter()?;
+                let mut it = pair.try_iter().map_err(|e| not_pairs(&pair, e))?;
                 match (it.next(), it.next(), it.next()) {
                     (Some(k), Some(v), None) => (k?, v?),
-                    _ => return Err(PyTypeError::new_err("update() needs (key, value) pairs")),
+                    _ => return Err(type_error(py, "update() needs (key, value) pairs of two items")),
                 }
             }
         };
-        let (k, v): (Data<'_>, Data<'_>) = (k.extract()?, v.extract()?);
+        let (k, v) = (Data::arg(&k, "key")?, Data::arg(&v, "value")?);
         put(py, w, &k, &v)?;
     }
     Ok(())
@@ -322,7 +334,8 @@ impl Transaction {
         format!("<bale.Transaction txn_id={}{state}>", self.txn_id)
     }
 
-    fn __getitem__<'py>(&self, py: Python<'py>, key: Data<'_>) -> PyResult<Bound<'py, PyBytes>> {
+    fn __getitem__<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+        let key = Data::arg(key, "key")?;
         self.lookup(py, &key)?.ok_or_else(|| key_error(py, &key))
     }
 
@@ -331,21 +344,26 @@ impl Transaction {
     fn get<'py>(
         &self,
         py: Python<'py>,
-        key: Data<'_>,
+        key: &Bound<'_, PyAny>,
         default: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let key = Data::arg(key, "key")?;
         Ok(match self.lookup(py, &key)? {
             Some(v) => Some(v.into_any()),
             None => default,
         })
     }
 
-    fn __setitem__(&self, py: Python<'_>, key: Data<'_>, value: Data<'_>) -> PyResult<()> {
+    fn __setitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let key = Data::arg(key, "key")?;
+        let value = Data::arg(value, "value")?;
         self.with(py, |w| put(py, w, &key, &value))
     }
 
     /// Stores `value` under `key`.
-    fn put(&self, py: Python<'_>, key: Data<'_>, value: Data<'_>) -> PyResult<()> {
+    fn put(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let key = Data::arg(key, "key")?;
+        let value = Data::arg(value, "value")?;
         self.with(py, |w| put(py, w, &key, &value))
     }
 
@@ -358,18 +376,26 @@ impl Transaction {
         }
     }
 
-    fn __delitem__(&self, py: Python<'_>, key: Data<'_>) -> PyResult<()> {
+    fn __delitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        let key = Data::arg(key, "key")?;
         if self.with(py, |w| w.delete(&key).py(py))? { Ok(()) } else { Err(key_error(py, &key)) }
     }
 
     /// Removes `key`; returns whether it was there.
-    fn delete(&self, py: Python<'_>, key: Data<'_>) -> PyResult<bool> {
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let key = Data::arg(key, "key")?;
         self.with(py, |w| w.delete(&key).py(py))
     }
 
     /// Removes `key` and returns its value, or `default` (KeyError without one).
     #[pyo3(signature = (key, *default))]
-    fn pop<'py>(&self, py: Python<'py>, key: Data<'_>, default: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyAny>> {
+    fn pop<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'_, PyAny>,
+        default: &Bound<'py, PyTuple>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let key = Data::arg(key, "key")?;
         let old = self.with(py, |w| {
             let old = match w.get(&key).py(py)? {
                 Some(v) => Some(value_bytes(py, &v)?),
@@ -388,7 +414,14 @@ impl Transaction {
     }
 
     /// The value of `key`; stores and returns `default` when missing.
-    fn setdefault<'py>(&self, py: Python<'py>, key: Data<'_>, default: Data<'_>) -> PyResult<Bound<'py, PyBytes>> {
+    fn setdefault<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'_, PyAny>,
+        default: &Bound<'_, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let key = Data::arg(key, "key")?;
+        let default = Data::arg(default, "default")?;
         self.with(py, |w| match w.get(&key).py(py)? {
             Some(v) => value_bytes(py, &v),
             None => {
@@ -418,7 +451,8 @@ impl Transaction {
         self.with(py, |w| py.detach(|| w.clear()).py(py))
     }
 
-    fn __contains__(&self, py: Python<'_>, key: Data<'_>) -> PyResult<bool> {
+    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let key = Data::arg(key, "key")?;
         self.with(py, |w| w.contains(&key).py(py))
     }
 
@@ -428,7 +462,8 @@ impl Transaction {
 
     /// Stores everything `fileobj.read()` yields under `key`, in bounded
     /// memory; returns the value's length.
-    fn put_stream(&self, py: Python<'_>, key: Data<'_>, fileobj: Py<PyAny>) -> PyResult<u64> {
+    fn put_stream(&self, py: Python<'_>, key: &Bound<'_, PyAny>, fileobj: Py<PyAny>) -> PyResult<u64> {
+        let key = Data::arg(key, "key")?;
         let k: &[u8] = &key;
         let mut reader = PyReader::new(fileobj);
         self.with(py, |w| py.detach(|| reader.put(w, k)).map_err(|f| f.py(py)))

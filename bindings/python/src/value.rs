@@ -7,13 +7,13 @@ use std::mem::MaybeUninit;
 
 use bale::WriteTxn;
 use bale::btree::OwnedValue;
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyType};
 use pyo3::{ffi, intern};
 
-use crate::{CoreResult, Data, Fail, ForkSafe};
+use crate::{CoreResult, Data, Fail, ForkSafe, type_error, type_name};
 
 /// Bytes asked of a file object's `read` per call in `put_stream`.
 const READ_CHUNK: usize = 1 << 20;
@@ -199,15 +199,12 @@ impl PyReader {
         let r = Python::attach(|py| -> PyResult<()> {
             let chunk = self.obj.bind(py).call_method1(intern!(py, "read"), (READ_CHUNK,))?;
             if chunk.is_none() {
-                return Err(PyTypeError::new_err(
-                    "put_stream needs a blocking binary file: read() returned None (no data available)",
-                ));
+                let msg = "put_stream needs a blocking binary file: read() returned None (no data available)";
+                return Err(type_error(py, msg));
             }
             let d: Data<'_> = chunk.extract().map_err(|_| {
-                PyTypeError::new_err(format!(
-                    "put_stream needs a binary file: read() returned {}, not bytes",
-                    chunk.get_type().name().map(|n| n.to_string()).unwrap_or_default()
-                ))
+                let msg = format!("put_stream needs a binary file: read() returned {}, not bytes", type_name(&chunk));
+                type_error(py, &msg)
             })?;
             self.buf.clear();
             self.buf.extend_from_slice(&d);

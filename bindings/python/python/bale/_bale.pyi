@@ -74,13 +74,15 @@ class Tree:
     def open(
         path: str | os.PathLike[str],
         *,
-        create: bool = False,
-        readonly: bool = False,
-        page_size: int = 4096,
-        durable: bool = True,
-        mmap: bool = True,
-        wait: bool = False,
-    ) -> Tree: ...
+        create: bool | None = None,
+        readonly: bool | None = None,
+        page_size: int | None = None,
+        durable: bool | None = None,
+        mmap: bool | None = None,
+        wait: bool | None = None,
+    ) -> Tree:
+        """Defaults (also for `None`): create=False, readonly=False,
+        page_size=4096, durable=True, mmap=True, wait=False."""
     def close(self) -> None: ...
     @property
     def closed(self) -> bool: ...

@@ -16,6 +16,7 @@ __all__ = [
     "NotABaleFileError",
     "LockedError",
     "InvalidArgumentError",
+    "InvalidTypeError",
     "TooLargeError",
     "ConflictError",
     "ClosedError",
@@ -80,6 +81,12 @@ class InvalidArgumentError(BaleError):
     """The operation cannot accept an argument (e.g. a write to a read-only store)."""
 
     code = "INVALID_ARGUMENT"
+
+
+class InvalidTypeError(InvalidArgumentError, TypeError):
+    """An argument of the wrong type (a ``str`` key of a bytes store, a
+    ``limit`` that is not a number, ...). Both bale's ``InvalidArgumentError``
+    (code ``INVALID_ARGUMENT``) and a ``TypeError``, wherever it is raised."""
 
 
 class TooLargeError(BaleError):
@@ -190,5 +197,5 @@ class ValueFile(io.RawIOBase):
         return f"<bale.ValueFile size={self._reader.size}{state}>"
 
 
-for _cls in (*ERROR_CLASSES.values(), ValueFile):
+for _cls in (*ERROR_CLASSES.values(), InvalidTypeError, ValueFile):
     _cls.__module__ = "bale"
