@@ -4,7 +4,9 @@
 #   make test-python   create .venv if missing, `pip install .` (maturin
 #                      comes through pip's build isolation; cargo reuses
 #                      target/release), run tests/python with pytest, then
-#                      check the .pyi stubs against the built module
+#                      check the .pyi stubs against the built module, and
+#                      mypy --strict over tests/python/typing_usage.py (the
+#                      types a user of the package sees)
 #   make bench-python  W1-W3 for bale, py-lmdb and sqlite3 (installs lmdb),
 #                      then per-call reads against py-lmdb (bench/percall.sh)
 #
@@ -40,6 +42,7 @@ python-install: python-venv
 test-python: python-install $(PY_VENV)/.test-deps
 	$(PY) -m pytest -q -p no:cacheprovider tests/python
 	cd tests/python && MYPY_CACHE_DIR=../../$(PY_VENV)/.mypy_cache ../../$(PY) -m mypy.stubtest bale
+	cd tests/python && MYPY_CACHE_DIR=../../$(PY_VENV)/.mypy_cache ../../$(PY) -m mypy --strict typing_usage.py
 
 bench-python: python-install
 	@$(PY) -c 'import lmdb' 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check lmdb

@@ -350,7 +350,7 @@ def test_ranges_inside_a_write_transaction(tree):
         keys = list(txn.keys(prefix=b"k0"))
         assert keys == [b"k%04d" % i for i in range(1, 1000)]
         assert list(txn.items(b"k0997", reverse=True)) == [(b"k0999", b"new"), (b"k0998", b"old"), (b"k0997", b"new")]
-        it = txn.values()
+        it = iter(txn.values())
         next(it)
     with pytest.raises(bale.ClosedError):
         list(it)  # the transaction has ended
@@ -358,12 +358,12 @@ def test_ranges_inside_a_write_transaction(tree):
 
 def test_iterator_keeps_its_snapshot(tree):
     tree.update({b"%03d" % i: b"v" for i in range(600)})
-    it = tree.keys()
+    it = iter(tree.keys())
     first = next(it)
     tree.clear()
     assert [first, *it] == [b"%03d" % i for i in range(600)]
     assert list(it) == []
-    it2 = tree.keys()
+    it2 = iter(tree.keys())
     it2.close()
     assert list(it2) == []
 

@@ -92,7 +92,7 @@ def test_handles_inherited_across_fork_refuse_to_work(tmp_path):
     fill(path, 1)
     t = bale.Tree.open(path)
     snap = t.read()
-    it = snap.keys()
+    it = iter(snap.keys())
     f = t.open_value(KEYS[0])
     txn = t.write()
     txn[b"new"] = b"pending"

@@ -5,16 +5,18 @@
 //! request's `RangeScan`, which goes on past the last key taken.
 
 use std::collections::VecDeque;
+use std::ops::Bound as Edge;
 use std::sync::Arc;
 
 use bale::btree::{OptionValue, RangeRequest, RangeScan, Step, ValueRef};
 use bale::{ReadOps, ReadTxn};
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyTuple, PyType};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyTuple, PyType};
 
-use crate::store::value_bytes;
+use crate::codec::Codecs;
 use crate::txn::Transaction;
-use crate::{CoreResult, Data, Fail, ForkSafe, closed_error, type_error, type_name};
+use crate::{CoreResult, Fail, ForkSafe, closed_error, make_error, type_error, type_name};
 
 const FIRST_BATCH: usize = 16;
 const MAX_BATCH: usize = 512;
@@ -31,7 +33,9 @@ pub enum Kind {
 pub enum Source {
     Snap(ForkSafe<Arc<ReadTxn>>),
     /// Inside the write transaction: each batch sees its current state.
-    Txn(Py<Transaction>),
+    /// With a guard (a view's iteration), a write since the iterator began
+    /// ends it with `CONFLICT`, so that it never mixes two states.
+    Txn(Py<Transaction>, Option<u64>),
 }
 
 /// An iterator over a key range: keys, values or `(key, value)` tuples.
@@ -41,6 +45,7 @@ pub struct RangeIterator {
     src: Option<Source>,
     kind: Kind,
     scan: RangeScan,
+    codecs: Codecs,
     /// Read batches with the GIL released (no memory map: page reads are
     /// system calls).
     detach: bool,
@@ -66,10 +71,51 @@ fn batch<R: ReadOps + ?Sized>(
     })
 }
 
-/// A positional bound of `keys`/`values`/`items` (`start`, `stop`).
-pub type RangeArg<'py> = Option<Bound<'py, PyAny>>;
-/// Their keyword options (`**options`).
-pub type RangeKwargs<'py> = Bound<'py, PyDict>;
+/// `types.GenericAlias(cls, item)`: subscripting a class generic in the stubs.
+pub(crate) fn generic_alias<'py>(cls: &Bound<'py, PyType>, item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let py = cls.py();
+    py.import(intern!(py, "types"))?.getattr(intern!(py, "GenericAlias"))?.call1((cls, item))
+}
+
+impl Kind {
+    /// The kind a view asks for by name (`_iter("keys", ...)`).
+    pub fn named(py: Python<'_>, name: &str) -> PyResult<Kind> {
+        match name {
+            "keys" => Ok(Kind::Keys),
+            "values" => Ok(Kind::Values),
+            "items" => Ok(Kind::Items),
+            _ => Err(type_error(py, &format!("no iteration kind {name:?}"))),
+        }
+    }
+}
+
+/// Every key of a range, in one direction (what views iterate).
+pub(crate) fn whole(reverse: bool) -> RangeScan {
+    RangeScan::new(Edge::Unbounded, Edge::Unbounded, reverse)
+}
+
+/// `keys`/`values`/`items` of `mapping`: called without any argument, its
+/// view (`bale.KeysView`, ...), as dict's are; with any, even `None`, an
+/// iterator over the range the arguments select, made by `range`.
+pub(crate) fn view_or_range(
+    mapping: &Bound<'_, PyAny>,
+    kind: Kind,
+    codecs: Codecs,
+    args: &Bound<'_, PyTuple>,
+    options: Option<&Bound<'_, PyDict>>,
+    range: impl FnOnce(RangeScan) -> PyResult<RangeIterator>,
+) -> PyResult<Py<PyAny>> {
+    let py = mapping.py();
+    if args.is_empty() && options.is_none_or(|o| o.is_empty()) {
+        let name = match kind {
+            Kind::Keys => "KeysView",
+            Kind::Values => "ValuesView",
+            Kind::Items => "ItemsView",
+        };
+        return Ok(py.import(intern!(py, "bale._views"))?.getattr(name)?.call1((mapping,))?.unbind());
+    }
+    Ok(Py::new(py, range(range_request(py, codecs, args, options)?)?)?.into_any())
+}
 
 /// The range options whose values are keys.
 const KEY_OPTIONS: [&str; 5] = ["gt", "gte", "lt", "lte", "prefix"];
@@ -77,12 +123,12 @@ const KEY_OPTIONS: [&str; 5] = ["gt", "gte", "lt", "lte", "prefix"];
 /// An option's value for the core, or `None` for `None` (the same as
 /// leaving the option out). Key options take a bytes-like object and
 /// nothing else (`InvalidTypeError`); the others are checked by the core.
-fn option_value(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Option<OptionValue>> {
+fn option_value(codecs: Codecs, name: &str, v: &Bound<'_, PyAny>) -> PyResult<Option<OptionValue>> {
     if v.is_none() {
         return Ok(None);
     }
     if KEY_OPTIONS.contains(&name) {
-        return Ok(Some(OptionValue::Bytes(Data::arg(v, name)?.to_vec())));
+        return Ok(Some(OptionValue::Bytes(codecs.named_key(v, name)?.to_vec())));
     }
     Ok(Some(if let Ok(b) = v.cast::<PyBool>() {
         OptionValue::Bool(b.is_true())
@@ -117,21 +163,36 @@ fn set_option(py: Python<'_>, req: &mut RangeRequest, name: &str, v: OptionValue
     }
 }
 
-/// The arguments of `keys`/`values`/`items` as the core's request, which
-/// checks them: `start` is `gte`; `stop` is `lt`, or `lte` with
-/// `include_stop=True`; every other keyword goes to `RangeRequest::set` by
-/// its name, so an unknown one is `INVALID_ARGUMENT` like a bad value.
-pub(crate) fn range_request(
+/// The arguments of `keys`/`values`/`items` (`start=None, stop=None,
+/// **options`) as the core's request, which checks them: `start` is `gte`;
+/// `stop` is `lt`, or `lte` with `include_stop=True`; every other keyword
+/// goes to `RangeRequest::set` by its name, so an unknown one is
+/// `INVALID_ARGUMENT` like a bad value.
+fn range_request(
     py: Python<'_>,
-    start: RangeArg<'_>,
-    stop: RangeArg<'_>,
-    options: Option<RangeKwargs<'_>>,
+    codecs: Codecs,
+    args: &Bound<'_, PyTuple>,
+    options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<RangeScan> {
+    if args.len() > 2 {
+        return Err(type_error(py, &format!("a range takes at most 2 positional arguments, not {}", args.len())));
+    }
+    let (mut start, mut stop) = (args.get_item(0).ok(), args.get_item(1).ok());
     let mut named = Vec::new();
     let mut include_stop = false;
     for (name, v) in options.iter().flat_map(|d| d.iter()) {
         let name: String = name.extract()?;
-        match (name.as_str(), option_value(&name, &v)?) {
+        if let Some(slot) = match name.as_str() {
+            "start" => Some(&mut start),
+            "stop" => Some(&mut stop),
+            _ => None,
+        } {
+            if slot.replace(v).is_some() {
+                return Err(type_error(py, &format!("a range got two values for {name}")));
+            }
+            continue;
+        }
+        match (name.as_str(), option_value(codecs, &name, &v)?) {
             (_, None) => {}
             ("include_stop", Some(OptionValue::Bool(b))) => include_stop = b,
             ("include_stop", Some(other)) => {
@@ -144,7 +205,7 @@ pub(crate) fn range_request(
     let stop_name = if include_stop { "lte" } else { "lt" };
     for (name, arg, v) in [("gte", "start", start), (stop_name, "stop", stop)] {
         if let Some(v) = v.as_ref().filter(|v| !v.is_none()) {
-            req.set(name, OptionValue::Bytes(Data::arg(v, arg)?.to_vec())).py(py)?;
+            req.set(name, OptionValue::Bytes(codecs.named_key(v, arg)?.to_vec())).py(py)?;
         }
     }
     for (name, v) in named {
@@ -154,11 +215,12 @@ pub(crate) fn range_request(
 }
 
 impl RangeIterator {
-    pub(crate) fn new(src: Source, kind: Kind, scan: RangeScan, mmap: bool) -> RangeIterator {
+    pub(crate) fn new(src: Source, kind: Kind, scan: RangeScan, mmap: bool, codecs: Codecs) -> RangeIterator {
         RangeIterator {
             src: Some(src),
             kind,
             scan,
+            codecs,
             detach: !mmap,
             buf: VecDeque::new(),
             batch: FIRST_BATCH,
@@ -166,20 +228,21 @@ impl RangeIterator {
         }
     }
 
-    fn object(kind: Kind, py: Python<'_>, k: &[u8], v: Option<Bound<'_, PyBytes>>) -> PyResult<Py<PyAny>> {
+    /// The key, the value or the pair, as the iterator yields it.
+    fn object(kind: Kind, c: Codecs, py: Python<'_>, k: &[u8], v: Option<Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         Ok(match (kind, v) {
-            (Kind::Keys, _) | (_, None) => PyBytes::new(py, k).into_any().unbind(),
-            (Kind::Values, Some(v)) => v.into_any().unbind(),
-            (Kind::Items, Some(v)) => PyTuple::new(py, [PyBytes::new(py, k), v])?.into_any().unbind(),
+            (Kind::Values, Some(v)) => v.unbind(),
+            (Kind::Items, Some(v)) => PyTuple::new(py, [c.key_out(py, k)?, v])?.into_any().unbind(),
+            _ => c.key_out(py, k)?.unbind(),
         })
     }
 
     /// Converts each entry to its Python object while attached.
     fn scan_attached<R: ReadOps + ?Sized>(&mut self, py: Python<'_>, r: &R) -> Result<(), Fail> {
-        let (kind, out) = (self.kind, &mut self.buf);
+        let (kind, c, out) = (self.kind, self.codecs, &mut self.buf);
         batch(r, &mut self.scan, self.batch, |k, v| {
-            let val = if kind == Kind::Keys { None } else { Some(value_bytes(py, v).map_err(Fail::Py)?) };
-            out.push_back(Self::object(kind, py, k, val).map_err(Fail::Py)?);
+            let val = if kind == Kind::Keys { None } else { Some(c.value_ref_out(py, v).map_err(Fail::Py)?) };
+            out.push_back(Self::object(kind, c, py, k, val).map_err(Fail::Py)?);
             Ok(k.len() + if kind == Kind::Keys { 0 } else { v.len() as usize })
         })
     }
@@ -202,7 +265,8 @@ impl RangeIterator {
                         })
                     });
                     for (k, v) in raw {
-                        let o = Self::object(self.kind, py, &k, v.map(|v| PyBytes::new(py, &v)))?;
+                        let v = v.map(|v| self.codecs.value_out(py, &v)).transpose()?;
+                        let o = Self::object(self.kind, self.codecs, py, &k, v)?;
                         self.buf.push_back(o);
                     }
                     stop
@@ -210,9 +274,14 @@ impl RangeIterator {
                     self.scan_attached(py, &*t)
                 }
             }
-            Some(Source::Txn(t)) => {
+            Some(Source::Txn(t, guard)) => {
                 let t = t.clone_ref(py);
                 let txn = t.get();
+                if guard.is_some_and(|g| g != txn.writes()) {
+                    let msg = "the transaction changed while its view was iterated; iterate it again, \
+                               or use a range (txn.keys(start, ...)) to see changes as they happen";
+                    return Err(make_error(py, bale::ErrorKind::Conflict.code(), msg, None, None));
+                }
                 let mut g = txn.lock(py)?;
                 match g.as_mut() {
                     Some(w) => {
@@ -241,8 +310,7 @@ impl RangeIterator {
     /// `RangeIterator[bytes]` in annotations evaluated at run time.
     #[classmethod]
     fn __class_getitem__<'py>(cls: &Bound<'py, PyType>, item: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let py = cls.py();
-        py.import("types")?.getattr("GenericAlias")?.call1((cls, item))
+        generic_alias(cls, item)
     }
 
     /// Ends the iteration now, releasing its snapshot.

@@ -20,10 +20,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyDict, PyTuple, PyType};
+use pyo3::types::{PyDict, PyTuple, PyType};
 
 mod bytes;
+mod codec;
 mod iter;
+mod mapping;
 mod report;
 mod store;
 mod txn;
@@ -192,8 +194,9 @@ pub(crate) fn to_py_at(py: Python<'_>, e: bale::Error, path: &std::path::Path) -
 }
 
 /// `NotFoundError(key)`, the `KeyError` of a missing key.
-pub(crate) fn key_error(py: Python<'_>, key: &[u8]) -> PyErr {
-    let args = PyTuple::new(py, [PyBytes::new(py, key)]).ok();
+pub(crate) fn key_error(key: &Bound<'_, PyAny>) -> PyErr {
+    let py = key.py();
+    let args = PyTuple::new(py, [key]).ok();
     make_error(py, bale::ErrorKind::NotFound.code(), "key not found", None, args)
 }
 

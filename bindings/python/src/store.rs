@@ -1,39 +1,26 @@
 //! `Tree`: the store handle, with the mapping protocol (one transaction per
-//! call) and the store-wide operations; the report classes.
+//! call, `mapping.rs`) and the store-wide operations.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use bale::{Options, ReadOps, Store};
-use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyInt, PyTuple};
-
-use crate::iter::{Kind, RangeArg, RangeIterator, RangeKwargs, Source, range_request};
-use crate::report::{CheckReport, CompactReport, Stat};
-use crate::txn::{Snapshot, Transaction, update_from};
-use crate::value::{PyReader, ValueReader, value_file};
-use crate::{
-    CoreResult, Data, Fail, ForkSafe, check_fork, closed_error, key_error, not_found, to_py, to_py_at, type_error,
-    type_name,
-};
 use bale::btree::RangeScan;
+use bale::{Options, ReadOps, Store, WriteTxn};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyInt, PyTuple, PyType};
+
+use crate::codec::Codecs;
+use crate::iter::{Kind, RangeIterator, Source};
+use crate::mapping::{Reads, Writes, mapping_methods};
+use crate::report::{CheckReport, CompactReport, Stat};
+use crate::txn::{Snapshot, Transaction};
+use crate::value::open_value;
+use crate::{CoreResult, ForkSafe, check_fork, closed_error, to_py, to_py_at, type_error, type_name};
 
 /// Locks a mutex that is only ever held for a few instructions, never
 /// across a wait or a GIL acquisition: blocking on it with the GIL is safe.
 pub(crate) fn quick<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// A value as Python bytes: inline values straight from the page, large
-/// ones read with the GIL released.
-pub(crate) fn value_bytes<'py>(py: Python<'py>, v: &bale::btree::ValueRef<'_>) -> PyResult<Bound<'py, PyBytes>> {
-    match v.as_inline() {
-        Some(b) => Ok(PyBytes::new(py, b)),
-        None => {
-            let data = py.detach(|| v.to_vec()).py(py)?;
-            Ok(PyBytes::new(py, &data))
-        }
-    }
 }
 
 /// The argument `name` as a `T`, `default` when absent or `None`; another
@@ -61,6 +48,7 @@ pub struct Tree {
     path: PathBuf,
     readonly: bool,
     mmap: bool,
+    codecs: Codecs,
 }
 
 impl Tree {
@@ -77,31 +65,49 @@ impl Tree {
         let store = self.store(py)?;
         py.detach(|| store.read()).py(py).map(Arc::new)
     }
+}
 
-    /// Runs one write transaction and commits it, all without the GIL.
-    fn write_with<T: Send>(
-        &self,
-        py: Python<'_>,
-        f: impl FnOnce(&mut bale::WriteTxn) -> bale::Result<T> + Send,
-    ) -> PyResult<T> {
-        let store = self.store(py)?;
-        py.detach(|| {
-            let mut w = store.write()?;
-            let r = f(&mut w)?;
-            w.commit()?;
-            Ok(r)
-        })
-        .py(py)
+impl Reads for Tree {
+    fn codecs(&self) -> Codecs {
+        self.codecs
     }
 
-    fn range(&self, py: Python<'_>, kind: Kind, scan: RangeScan) -> PyResult<RangeIterator> {
-        let txn = self.snapshot(py)?;
-        Ok(RangeIterator::new(Source::Snap(ForkSafe::new(txn)), kind, scan, self.mmap))
+    fn value<'py>(&self, py: Python<'py>, key: &[u8]) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let store = self.store(py)?;
+        match py.detach(|| store.get(key)).py(py)? {
+            Some(v) => self.codecs.value_out(py, &v).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn contains(&self, py: Python<'_>, key: &[u8]) -> PyResult<bool> {
+        let store = self.store(py)?;
+        py.detach(|| store.read()?.contains(key)).py(py)
+    }
+
+    fn count(&self, py: Python<'_>) -> PyResult<usize> {
+        let store = self.store(py)?;
+        Ok(py.detach(|| store.len()).py(py)? as usize)
+    }
+
+    fn range(slf: &Bound<'_, Self>, kind: Kind, scan: RangeScan, _guard: bool) -> PyResult<RangeIterator> {
+        let me = slf.get();
+        let txn = me.snapshot(slf.py())?;
+        Ok(RangeIterator::new(Source::Snap(ForkSafe::new(txn)), kind, scan, me.mmap, me.codecs))
     }
 }
 
-#[pymethods]
-impl Tree {
+impl Writes for Tree {
+    fn write<T>(&self, py: Python<'_>, f: impl FnOnce(&mut WriteTxn) -> PyResult<T>) -> PyResult<T> {
+        let store = self.store(py)?;
+        let mut w = py.detach(|| store.write()).py(py)?;
+        let r = f(&mut w)?;
+        py.detach(|| w.commit()).py(py)?;
+        Ok(r)
+    }
+}
+
+mapping_methods!(write Tree {
     /// Opens (with `create`, creates) the store file at `path`. An option
     /// given as `None` takes its default.
     #[staticmethod]
@@ -130,7 +136,8 @@ impl Tree {
         let opts = Options { create, readonly, page_size, mmap, wait_for_writer: wait, durable };
         let p = path.clone();
         let store = py.detach(move || Store::open(&p, opts)).map_err(|e| to_py_at(py, e, &path))?;
-        Ok(Tree { epoch: crate::fork_epoch(), store: Mutex::new(Some(ForkSafe::new(store))), path, readonly, mmap })
+        let store = Mutex::new(Some(ForkSafe::new(store)));
+        Ok(Tree { epoch: crate::fork_epoch(), store, path, readonly, mmap, codecs: Codecs })
     }
 
     /// Closes this handle. Snapshots, transactions and iterators already
@@ -208,236 +215,23 @@ impl Tree {
         format!("<bale.Tree {:?}{state}>", self.path.display().to_string())
     }
 
-    // -- mapping protocol, each call its own transaction
-
-    fn __getitem__<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-        let key = Data::arg(key, "key")?;
-        match self.get_bytes(py, &key)? {
-            Some(v) => Ok(PyBytes::new(py, &v)),
-            None => Err(key_error(py, &key)),
-        }
-    }
-
-    /// The value of `key`, or `default`.
-    #[pyo3(signature = (key, default=None))]
-    fn get<'py>(
-        &self,
-        py: Python<'py>,
-        key: &Bound<'_, PyAny>,
-        default: Option<Bound<'py, PyAny>>,
-    ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let key = Data::arg(key, "key")?;
-        Ok(match self.get_bytes(py, &key)? {
-            Some(v) => Some(PyBytes::new(py, &v).into_any()),
-            None => default,
-        })
-    }
-
-    fn __setitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        let key = Data::arg(key, "key")?;
-        let value = Data::arg(value, "value")?;
-        let (k, v): (&[u8], &[u8]) = (&key, &value);
-        self.write_with(py, |w| w.put(k, v))
-    }
-
-    /// Stores `value` under `key` and commits.
-    fn put(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.__setitem__(py, key, value)
-    }
-
-    fn __delitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
-        let key = Data::arg(key, "key")?;
-        let k: &[u8] = &key;
-        let store = self.store(py)?;
-        let found = py
-            .detach(|| {
-                let mut w = store.write()?;
-                let found = w.delete(k)?;
-                if found {
-                    w.commit()?;
-                }
-                Ok(found)
-            })
-            .py(py)?;
-        if found { Ok(()) } else { Err(key_error(py, k)) }
-    }
-
-    /// Removes `key` and commits; returns whether it was there.
-    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let key = Data::arg(key, "key")?;
-        let k: &[u8] = &key;
-        self.write_with(py, |w| w.delete(k))
-    }
-
-    /// Removes `key` and returns its value, or `default` (KeyError without one).
-    #[pyo3(signature = (key, *default))]
-    fn pop<'py>(
-        &self,
-        py: Python<'py>,
-        key: &Bound<'_, PyAny>,
-        default: &Bound<'py, PyTuple>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let key = Data::arg(key, "key")?;
-        let k: &[u8] = &key;
-        let old = self.write_with(py, |w| {
-            let old = w.get(k)?.map(|v| v.to_vec()).transpose()?;
-            if old.is_some() {
-                w.delete(k)?;
-            }
-            Ok(old)
-        })?;
-        match old {
-            Some(v) => Ok(PyBytes::new(py, &v).into_any()),
-            None if !default.is_empty() => default.get_item(0),
-            None => Err(key_error(py, k)),
-        }
-    }
-
-    /// The value of `key`; stores and returns `default` when missing.
-    fn setdefault<'py>(
-        &self,
-        py: Python<'py>,
-        key: &Bound<'_, PyAny>,
-        default: &Bound<'_, PyAny>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        let key = Data::arg(key, "key")?;
-        let default = Data::arg(default, "default")?;
-        let (k, d): (&[u8], &[u8]) = (&key, &default);
-        let v = self.write_with(py, |w| match w.get(k)? {
-            Some(v) => v.to_vec(),
-            None => {
-                w.put(k, d)?;
-                Ok(d.to_vec())
-            }
-        })?;
-        Ok(PyBytes::new(py, &v))
-    }
-
-    /// Removes and returns the first `(key, value)` pair (KeyError when empty).
-    fn popitem<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let first = self.write_with(py, |w| {
-            let first = w.first()?;
-            if let Some((k, _)) = &first {
-                w.delete(k)?;
-            }
-            Ok(first)
-        })?;
-        match first {
-            Some((k, v)) => PyTuple::new(py, [PyBytes::new(py, &k), PyBytes::new(py, &v)]),
-            None => Err(not_found(py, "popitem(): the store is empty")),
-        }
-    }
-
-    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let key = Data::arg(key, "key")?;
-        let k: &[u8] = &key;
-        let store = self.store(py)?;
-        py.detach(|| store.read()?.contains(k)).py(py)
-    }
-
-    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
-        let store = self.store(py)?;
-        let n = py.detach(|| store.len()).py(py)?;
-        Ok(n as usize)
-    }
-
-    fn __iter__(&self, py: Python<'_>) -> PyResult<RangeIterator> {
-        self.range(py, Kind::Keys, RangeScan::default())
-    }
-
-    /// Keys in order, from a snapshot taken now.
-    #[pyo3(signature = (start=None, stop=None, **options))]
-    fn keys(
-        &self,
-        py: Python<'_>,
-        start: RangeArg<'_>,
-        stop: RangeArg<'_>,
-        options: Option<RangeKwargs<'_>>,
-    ) -> PyResult<RangeIterator> {
-        self.range(py, Kind::Keys, range_request(py, start, stop, options)?)
-    }
-
-    /// Values in key order, from a snapshot taken now.
-    #[pyo3(signature = (start=None, stop=None, **options))]
-    fn values(
-        &self,
-        py: Python<'_>,
-        start: RangeArg<'_>,
-        stop: RangeArg<'_>,
-        options: Option<RangeKwargs<'_>>,
-    ) -> PyResult<RangeIterator> {
-        self.range(py, Kind::Values, range_request(py, start, stop, options)?)
-    }
-
-    /// `(key, value)` pairs in key order, from a snapshot taken now.
-    #[pyo3(signature = (start=None, stop=None, **options))]
-    fn items(
-        &self,
-        py: Python<'_>,
-        start: RangeArg<'_>,
-        stop: RangeArg<'_>,
-        options: Option<RangeKwargs<'_>>,
-    ) -> PyResult<RangeIterator> {
-        self.range(py, Kind::Items, range_request(py, start, stop, options)?)
-    }
-
-    /// Stores every pair of a mapping or an iterable of pairs in one
-    /// transaction and commits.
-    #[pyo3(signature = (items=None))]
-    fn update(&self, py: Python<'_>, items: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        let Some(items) = items else { return Ok(()) };
-        let store = self.store(py)?;
-        let w = py.detach(|| store.write()).py(py)?;
-        let mut w = w;
-        update_from(py, &mut w, items)?;
-        py.detach(|| w.commit()).py(py)
-    }
-
-    /// Removes every key and commits.
-    fn clear(&self, py: Python<'_>) -> PyResult<()> {
-        self.write_with(py, |w| w.clear())
-    }
-
     /// Starts the write transaction: `with tree.write() as txn:` commits
     /// when the block succeeds and rolls back when it raises.
     fn write(&self, py: Python<'_>) -> PyResult<Transaction> {
         let store = self.store(py)?;
         let w = py.detach(|| store.write()).py(py)?;
-        Ok(Transaction::new(w, self.mmap))
+        Ok(Transaction::new(w, self.mmap, self.codecs))
     }
 
     /// Takes a snapshot: `with tree.read() as snap:` reads one commit.
     fn read(&self, py: Python<'_>) -> PyResult<Snapshot> {
-        Ok(Snapshot::new(self.snapshot(py)?, self.mmap))
+        Ok(Snapshot::new(self.snapshot(py)?, self.mmap, self.codecs))
     }
 
     /// A seekable read-only binary file over the value of `key`, from a
     /// snapshot taken now.
-    fn open_value<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let key = Data::arg(key, "key")?;
-        let txn = self.snapshot(py)?;
-        let k: &[u8] = &key;
-        let t2 = txn.clone();
-        match py.detach(move || bale::btree::OwnedValue::open(t2, k)).py(py)? {
-            Some(v) => value_file(py, ValueReader::new(v)),
-            None => Err(key_error(py, k)),
-        }
-    }
-
-    /// Stores everything `fileobj.read()` yields under `key` and commits;
-    /// the value passes in bounded memory. Returns its length.
-    fn put_stream(&self, py: Python<'_>, key: &Bound<'_, PyAny>, fileobj: Py<PyAny>) -> PyResult<u64> {
-        let key = Data::arg(key, "key")?;
-        let k: &[u8] = &key;
-        let store = self.store(py)?;
-        let mut reader = PyReader::new(fileobj);
-        let r = py.detach(|| -> Result<u64, Fail> {
-            let mut w = store.write()?;
-            let n = reader.put(&mut w, k)?;
-            w.commit()?;
-            Ok(n)
-        });
-        r.map_err(|f| f.py(py))
+    fn open_value<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        open_value(self.codecs, self.snapshot(py)?, key)
     }
 
     /// Page, tree and value statistics of the latest commit.
@@ -468,11 +262,4 @@ impl Tree {
         let store = self.store(py)?;
         py.detach(|| store.sync()).py(py)
     }
-}
-
-impl Tree {
-    fn get_bytes(&self, py: Python<'_>, key: &[u8]) -> PyResult<Option<Vec<u8>>> {
-        let store = self.store(py)?;
-        py.detach(|| store.get(key)).py(py)
-    }
-}
+});

@@ -1,23 +1,21 @@
 //! `Snapshot` (a read transaction) and `Transaction` (the write
-//! transaction), both context managers.
+//! transaction), both context managers; their mapping methods come from
+//! `mapping.rs`.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use bale::{ReadOps, ReadTxn, WriteTxn};
-use pyo3::exceptions::PyTypeError;
-use pyo3::intern;
-use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyTuple};
-
-use crate::iter::{Kind, RangeArg, RangeIterator, RangeKwargs, Source, range_request};
-use crate::store::{quick, value_bytes};
-use crate::value::{PyReader, ValueReader, value_file};
-use crate::{CoreResult, Data, ForkSafe, check_fork, closed_error, key_error, not_found, type_error, type_name};
 use bale::btree::RangeScan;
+use bale::{ReadOps, ReadTxn, WriteTxn};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple, PyType};
 
-/// Values at least this long are written with the GIL released (they may
-/// go out of line, which writes pages).
-const DETACH_PUT: usize = 4096;
+use crate::codec::Codecs;
+use crate::iter::{Kind, RangeIterator, Source};
+use crate::mapping::{Reads, Writes, mapping_methods};
+use crate::store::quick;
+use crate::value::open_value;
+use crate::{CoreResult, ForkSafe, check_fork, closed_error};
 
 /// A consistent, read-only view of one commit. Later commits do not change
 /// it; it pins its pages until closed (`with tree.read() as snap:`).
@@ -27,44 +25,60 @@ pub struct Snapshot {
     txn: Mutex<Option<ForkSafe<Arc<ReadTxn>>>>,
     txn_id: u64,
     mmap: bool,
+    codecs: Codecs,
 }
 
 impl Snapshot {
-    pub(crate) fn new(txn: Arc<ReadTxn>, mmap: bool) -> Snapshot {
+    pub(crate) fn new(txn: Arc<ReadTxn>, mmap: bool, codecs: Codecs) -> Snapshot {
         let txn_id = txn.txn_id();
-        Snapshot { epoch: crate::fork_epoch(), txn: Mutex::new(Some(ForkSafe::new(txn))), txn_id, mmap }
+        Snapshot { epoch: crate::fork_epoch(), txn: Mutex::new(Some(ForkSafe::new(txn))), txn_id, mmap, codecs }
     }
 
-    fn txn(&self, py: Python<'_>) -> PyResult<Arc<ReadTxn>> {
+    pub(crate) fn txn(&self, py: Python<'_>) -> PyResult<Arc<ReadTxn>> {
         check_fork(self.epoch)?;
         match &*quick(&self.txn) {
             Some(t) => Ok(t.get()?.clone()),
             None => Err(closed_error(py, "the snapshot is closed; take a new one with tree.read()")),
         }
     }
+}
 
-    fn lookup<'py>(&self, py: Python<'py>, key: &[u8]) -> PyResult<Option<Bound<'py, PyBytes>>> {
+impl Reads for Snapshot {
+    fn codecs(&self) -> Codecs {
+        self.codecs
+    }
+
+    fn value<'py>(&self, py: Python<'py>, key: &[u8]) -> PyResult<Option<Bound<'py, PyAny>>> {
         let t = self.txn(py)?;
         if self.mmap {
             match t.get(key).py(py)? {
-                Some(v) => value_bytes(py, &v).map(Some),
+                Some(v) => self.codecs.value_ref_out(py, &v).map(Some),
                 None => Ok(None),
             }
         } else {
             // Without a map every page read is a system call: release the GIL.
             let v = py.detach(|| t.get(key)?.map(|v| v.to_vec()).transpose()).py(py)?;
-            Ok(v.map(|v| PyBytes::new(py, &v)))
+            v.map(|v| self.codecs.value_out(py, &v)).transpose()
         }
     }
 
-    fn range(&self, py: Python<'_>, kind: Kind, scan: RangeScan) -> PyResult<RangeIterator> {
+    fn contains(&self, py: Python<'_>, key: &[u8]) -> PyResult<bool> {
         let t = self.txn(py)?;
-        Ok(RangeIterator::new(Source::Snap(ForkSafe::new(t)), kind, scan, self.mmap))
+        if self.mmap { t.contains(key).py(py) } else { py.detach(|| t.contains(key)).py(py) }
+    }
+
+    fn count(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.txn(py)?.len() as usize)
+    }
+
+    fn range(slf: &Bound<'_, Self>, kind: Kind, scan: RangeScan, _guard: bool) -> PyResult<RangeIterator> {
+        let me = slf.get();
+        let t = me.txn(slf.py())?;
+        Ok(RangeIterator::new(Source::Snap(ForkSafe::new(t)), kind, scan, me.mmap, me.codecs))
     }
 }
 
-#[pymethods]
-impl Snapshot {
+mapping_methods!(read Snapshot {
     /// The id of the commit this snapshot shows.
     #[getter]
     fn txn_id(&self) -> u64 {
@@ -101,85 +115,11 @@ impl Snapshot {
         format!("<bale.Snapshot txn_id={}{state}>", self.txn_id)
     }
 
-    fn __getitem__<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-        let key = Data::arg(key, "key")?;
-        self.lookup(py, &key)?.ok_or_else(|| key_error(py, &key))
-    }
-
-    /// The value of `key`, or `default`.
-    #[pyo3(signature = (key, default=None))]
-    fn get<'py>(
-        &self,
-        py: Python<'py>,
-        key: &Bound<'_, PyAny>,
-        default: Option<Bound<'py, PyAny>>,
-    ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let key = Data::arg(key, "key")?;
-        Ok(match self.lookup(py, &key)? {
-            Some(v) => Some(v.into_any()),
-            None => default,
-        })
-    }
-
-    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let key = Data::arg(key, "key")?;
-        let t = self.txn(py)?;
-        let k: &[u8] = &key;
-        if self.mmap { t.contains(k).py(py) } else { py.detach(|| t.contains(k)).py(py) }
-    }
-
-    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
-        Ok(self.txn(py)?.len() as usize)
-    }
-
-    fn __iter__(&self, py: Python<'_>) -> PyResult<RangeIterator> {
-        self.range(py, Kind::Keys, RangeScan::default())
-    }
-
-    #[pyo3(signature = (start=None, stop=None, **options))]
-    fn keys(
-        &self,
-        py: Python<'_>,
-        start: RangeArg<'_>,
-        stop: RangeArg<'_>,
-        options: Option<RangeKwargs<'_>>,
-    ) -> PyResult<RangeIterator> {
-        self.range(py, Kind::Keys, range_request(py, start, stop, options)?)
-    }
-
-    #[pyo3(signature = (start=None, stop=None, **options))]
-    fn values(
-        &self,
-        py: Python<'_>,
-        start: RangeArg<'_>,
-        stop: RangeArg<'_>,
-        options: Option<RangeKwargs<'_>>,
-    ) -> PyResult<RangeIterator> {
-        self.range(py, Kind::Values, range_request(py, start, stop, options)?)
-    }
-
-    #[pyo3(signature = (start=None, stop=None, **options))]
-    fn items(
-        &self,
-        py: Python<'_>,
-        start: RangeArg<'_>,
-        stop: RangeArg<'_>,
-        options: Option<RangeKwargs<'_>>,
-    ) -> PyResult<RangeIterator> {
-        self.range(py, Kind::Items, range_request(py, start, stop, options)?)
-    }
-
     /// A seekable read-only binary file over the value of `key`.
-    fn open_value<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let key = Data::arg(key, "key")?;
-        let t = self.txn(py)?;
-        let k: &[u8] = &key;
-        match py.detach(move || bale::btree::OwnedValue::open(t, k)).py(py)? {
-            Some(v) => value_file(py, ValueReader::new(v)),
-            None => Err(key_error(py, k)),
-        }
+    fn open_value<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        open_value(self.codecs, self.txn(py)?, key)
     }
-}
+});
 
 type Slot = Option<ForkSafe<WriteTxn>>;
 
@@ -192,12 +132,21 @@ pub struct Transaction {
     txn: Mutex<Slot>,
     txn_id: u64,
     mmap: bool,
+    codecs: Codecs,
+    /// Calls that wrote (or may have), so that a view's iteration notices
+    /// a change between its batches.
+    writes: AtomicU64,
 }
 
 impl Transaction {
-    pub(crate) fn new(w: WriteTxn, mmap: bool) -> Transaction {
+    pub(crate) fn new(w: WriteTxn, mmap: bool, codecs: Codecs) -> Transaction {
         let txn_id = w.txn_id();
-        Transaction { epoch: crate::fork_epoch(), txn: Mutex::new(Some(ForkSafe::new(w))), txn_id, mmap }
+        let txn = Mutex::new(Some(ForkSafe::new(w)));
+        Transaction { epoch: crate::fork_epoch(), txn, txn_id, mmap, codecs, writes: AtomicU64::new(0) }
+    }
+
+    pub(crate) fn writes(&self) -> u64 {
+        self.writes.load(Ordering::Acquire)
     }
 
     /// Locks the transaction. Its holder may release the GIL and take it
@@ -222,57 +171,44 @@ impl Transaction {
             None => Err(closed_error(py, "the transaction has ended (committed or rolled back)")),
         }
     }
+}
 
-    fn range(slf: &Bound<'_, Self>, kind: Kind, scan: RangeScan) -> PyResult<RangeIterator> {
-        let me = slf.get();
-        me.with(slf.py(), |_| Ok(()))?;
-        Ok(RangeIterator::new(Source::Txn(slf.clone().unbind()), kind, scan, me.mmap))
+impl Reads for Transaction {
+    fn codecs(&self) -> Codecs {
+        self.codecs
     }
 
-    fn lookup<'py>(&self, py: Python<'py>, key: &[u8]) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    fn value<'py>(&self, py: Python<'py>, key: &[u8]) -> PyResult<Option<Bound<'py, PyAny>>> {
         self.with(py, |w| match w.get(key).py(py)? {
-            Some(v) => value_bytes(py, &v).map(Some),
+            Some(v) => self.codecs.value_ref_out(py, &v).map(Some),
             None => Ok(None),
         })
     }
-}
 
-/// Puts every pair of `items` (a mapping, or an iterable of pairs).
-pub(crate) fn update_from(py: Python<'_>, w: &mut WriteTxn, items: &Bound<'_, PyAny>) -> PyResult<()> {
-    let pairs =
-        if items.hasattr(intern!(py, "items"))? { items.call_method0(intern!(py, "items"))? } else { items.clone() };
-    let not_pairs = |obj: &Bound<'_, PyAny>, e: PyErr| {
-        if e.is_instance_of::<PyTypeError>(py) {
-            let msg = format!("update() needs a mapping or (key, value) pairs, not {}", type_name(obj));
-            type_error(py, &msg)
-        } else {
-            e
-        }
-    };
-    for pair in pairs.try_iter().map_err(|e| not_pairs(&pairs, e))? {
-        let pair = pair?;
-        let (k, v) = match pair.cast::<PyTuple>() {
-            Ok(t) if t.len() == 2 => (t.get_item(0)?, t.get_item(1)?),
-            _ => {
-                let mut it = pair.try_iter().map_err(|e| not_pairs(&pair, e))?;
-                match (it.next(), it.next(), it.next()) {
-                    (Some(k), Some(v), None) => (k?, v?),
-                    _ => return Err(type_error(py, "update() needs (key, value) pairs of two items")),
-                }
-            }
-        };
-        let (k, v) = (Data::arg(&k, "key")?, Data::arg(&v, "value")?);
-        put(py, w, &k, &v)?;
+    fn contains(&self, py: Python<'_>, key: &[u8]) -> PyResult<bool> {
+        self.with(py, |w| w.contains(key).py(py))
     }
-    Ok(())
+
+    fn count(&self, py: Python<'_>) -> PyResult<usize> {
+        self.with(py, |w| Ok(w.len() as usize))
+    }
+
+    fn range(slf: &Bound<'_, Self>, kind: Kind, scan: RangeScan, guard: bool) -> PyResult<RangeIterator> {
+        let me = slf.get();
+        me.with(slf.py(), |_| Ok(()))?;
+        let src = Source::Txn(slf.clone().unbind(), guard.then(|| me.writes()));
+        Ok(RangeIterator::new(src, kind, scan, me.mmap, me.codecs))
+    }
 }
 
-fn put(py: Python<'_>, w: &mut WriteTxn, k: &[u8], v: &[u8]) -> PyResult<()> {
-    if v.len() >= DETACH_PUT { py.detach(|| w.put(k, v)).py(py) } else { w.put(k, v).py(py) }
+impl Writes for Transaction {
+    fn write<T>(&self, py: Python<'_>, f: impl FnOnce(&mut WriteTxn) -> PyResult<T>) -> PyResult<T> {
+        self.writes.fetch_add(1, Ordering::AcqRel);
+        self.with(py, f)
+    }
 }
 
-#[pymethods]
-impl Transaction {
+mapping_methods!(write Transaction {
     /// The id this transaction's commit will have.
     #[getter]
     fn txn_id(&self) -> u64 {
@@ -333,175 +269,4 @@ impl Transaction {
         let state = if self.closed() { " ended" } else { "" };
         format!("<bale.Transaction txn_id={}{state}>", self.txn_id)
     }
-
-    fn __getitem__<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-        let key = Data::arg(key, "key")?;
-        self.lookup(py, &key)?.ok_or_else(|| key_error(py, &key))
-    }
-
-    /// The value of `key` as this transaction sees it, or `default`.
-    #[pyo3(signature = (key, default=None))]
-    fn get<'py>(
-        &self,
-        py: Python<'py>,
-        key: &Bound<'_, PyAny>,
-        default: Option<Bound<'py, PyAny>>,
-    ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let key = Data::arg(key, "key")?;
-        Ok(match self.lookup(py, &key)? {
-            Some(v) => Some(v.into_any()),
-            None => default,
-        })
-    }
-
-    fn __setitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        let key = Data::arg(key, "key")?;
-        let value = Data::arg(value, "value")?;
-        self.with(py, |w| put(py, w, &key, &value))
-    }
-
-    /// Stores `value` under `key`.
-    fn put(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        let key = Data::arg(key, "key")?;
-        let value = Data::arg(value, "value")?;
-        self.with(py, |w| put(py, w, &key, &value))
-    }
-
-    /// Stores every pair of a mapping or an iterable of `(key, value)` pairs.
-    #[pyo3(signature = (items=None))]
-    fn update(&self, py: Python<'_>, items: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        match items {
-            Some(items) => self.with(py, |w| update_from(py, w, items)),
-            None => Ok(()),
-        }
-    }
-
-    fn __delitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
-        let key = Data::arg(key, "key")?;
-        if self.with(py, |w| w.delete(&key).py(py))? { Ok(()) } else { Err(key_error(py, &key)) }
-    }
-
-    /// Removes `key`; returns whether it was there.
-    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let key = Data::arg(key, "key")?;
-        self.with(py, |w| w.delete(&key).py(py))
-    }
-
-    /// Removes `key` and returns its value, or `default` (KeyError without one).
-    #[pyo3(signature = (key, *default))]
-    fn pop<'py>(
-        &self,
-        py: Python<'py>,
-        key: &Bound<'_, PyAny>,
-        default: &Bound<'py, PyTuple>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let key = Data::arg(key, "key")?;
-        let old = self.with(py, |w| {
-            let old = match w.get(&key).py(py)? {
-                Some(v) => Some(value_bytes(py, &v)?),
-                None => None,
-            };
-            if old.is_some() {
-                w.delete(&key).py(py)?;
-            }
-            Ok(old)
-        })?;
-        match old {
-            Some(v) => Ok(v.into_any()),
-            None if !default.is_empty() => default.get_item(0),
-            None => Err(key_error(py, &key)),
-        }
-    }
-
-    /// The value of `key`; stores and returns `default` when missing.
-    fn setdefault<'py>(
-        &self,
-        py: Python<'py>,
-        key: &Bound<'_, PyAny>,
-        default: &Bound<'_, PyAny>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        let key = Data::arg(key, "key")?;
-        let default = Data::arg(default, "default")?;
-        self.with(py, |w| match w.get(&key).py(py)? {
-            Some(v) => value_bytes(py, &v),
-            None => {
-                put(py, w, &key, &default)?;
-                Ok(PyBytes::new(py, &default))
-            }
-        })
-    }
-
-    /// Removes and returns the first `(key, value)` pair (KeyError when empty).
-    fn popitem<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let first = self.with(py, |w| {
-            let first = w.first().py(py)?;
-            if let Some((k, _)) = &first {
-                w.delete(k).py(py)?;
-            }
-            Ok(first)
-        })?;
-        match first {
-            Some((k, v)) => PyTuple::new(py, [PyBytes::new(py, &k), PyBytes::new(py, &v)]),
-            None => Err(not_found(py, "popitem(): the transaction sees no keys")),
-        }
-    }
-
-    /// Removes every key.
-    fn clear(&self, py: Python<'_>) -> PyResult<()> {
-        self.with(py, |w| py.detach(|| w.clear()).py(py))
-    }
-
-    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let key = Data::arg(key, "key")?;
-        self.with(py, |w| w.contains(&key).py(py))
-    }
-
-    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
-        self.with(py, |w| Ok(w.len() as usize))
-    }
-
-    /// Stores everything `fileobj.read()` yields under `key`, in bounded
-    /// memory; returns the value's length.
-    fn put_stream(&self, py: Python<'_>, key: &Bound<'_, PyAny>, fileobj: Py<PyAny>) -> PyResult<u64> {
-        let key = Data::arg(key, "key")?;
-        let k: &[u8] = &key;
-        let mut reader = PyReader::new(fileobj);
-        self.with(py, |w| py.detach(|| reader.put(w, k)).map_err(|f| f.py(py)))
-    }
-
-    fn __iter__(slf: &Bound<'_, Self>) -> PyResult<RangeIterator> {
-        Transaction::range(slf, Kind::Keys, RangeScan::default())
-    }
-
-    /// Keys in order as this transaction sees them. Changes made while
-    /// iterating may or may not be seen.
-    #[pyo3(signature = (start=None, stop=None, **options))]
-    fn keys(
-        slf: &Bound<'_, Self>,
-        start: RangeArg<'_>,
-        stop: RangeArg<'_>,
-        options: Option<RangeKwargs<'_>>,
-    ) -> PyResult<RangeIterator> {
-        Transaction::range(slf, Kind::Keys, range_request(slf.py(), start, stop, options)?)
-    }
-
-    #[pyo3(signature = (start=None, stop=None, **options))]
-    fn values(
-        slf: &Bound<'_, Self>,
-        start: RangeArg<'_>,
-        stop: RangeArg<'_>,
-        options: Option<RangeKwargs<'_>>,
-    ) -> PyResult<RangeIterator> {
-        Transaction::range(slf, Kind::Values, range_request(slf.py(), start, stop, options)?)
-    }
-
-    #[pyo3(signature = (start=None, stop=None, **options))]
-    fn items(
-        slf: &Bound<'_, Self>,
-        start: RangeArg<'_>,
-        stop: RangeArg<'_>,
-        options: Option<RangeKwargs<'_>>,
-    ) -> PyResult<RangeIterator> {
-        Transaction::range(slf, Kind::Items, range_request(slf.py(), start, stop, options)?)
-    }
-}
+});

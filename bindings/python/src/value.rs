@@ -4,26 +4,37 @@
 
 use std::io::Read;
 use std::mem::MaybeUninit;
+use std::sync::Arc;
 
-use bale::WriteTxn;
 use bale::btree::OwnedValue;
+use bale::{ReadTxn, WriteTxn};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyType};
 use pyo3::{ffi, intern};
 
-use crate::{CoreResult, Data, Fail, ForkSafe, type_error, type_name};
+use crate::codec::Codecs;
+use crate::{CoreResult, Data, Fail, ForkSafe, key_error, type_error, type_name};
 
 /// Bytes asked of a file object's `read` per call in `put_stream`.
 const READ_CHUNK: usize = 1 << 20;
 
 static VALUE_FILE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
-/// `bale.ValueFile(reader)`.
-pub(crate) fn value_file(py: Python<'_>, r: ValueReader) -> PyResult<Bound<'_, PyAny>> {
-    let cls = VALUE_FILE.import(py, "bale._support", "ValueFile")?;
-    cls.call1((r,))
+/// `open_value(key)` of a snapshot: `bale.ValueFile` over the value.
+pub(crate) fn open_value<'py>(
+    codecs: Codecs,
+    txn: Arc<ReadTxn>,
+    key: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = key.py();
+    let k = codecs.key(key)?;
+    let k: &[u8] = &k;
+    match py.detach(move || OwnedValue::open(txn, k)).py(py)? {
+        Some(v) => VALUE_FILE.import(py, "bale._support", "ValueFile")?.call1((ValueReader::new(v),)),
+        None => Err(key_error(key)),
+    }
 }
 
 /// Positioned reads over one value of a snapshot (the engine of

@@ -43,6 +43,7 @@ from ._support import (
     UnsupportedVersionError,
     ValueFile,
 )
+from ._views import ItemsView, KeysView, ValuesView
 
 _MutableMapping.register(Tree)
 _MutableMapping.register(Transaction)
@@ -54,6 +55,9 @@ __all__ = [
     "Transaction",
     "RangeIterator",
     "ValueFile",
+    "KeysView",
+    "ValuesView",
+    "ItemsView",
     "Stat",
     "CheckReport",
     "CompactReport",

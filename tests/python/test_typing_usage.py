@@ -1,0 +1,7 @@
+"""Runs typing_usage.py, which mypy checks statically (make test-python)."""
+
+import typing_usage
+
+
+def test_the_typed_usage_runs(tmp_path):
+    typing_usage.bytes_store(tmp_path / "t.bale")

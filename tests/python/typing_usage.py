@@ -1,0 +1,56 @@
+"""How the package looks to a type checker. `make test-python` runs
+`mypy --strict` over this file (next to stubtest on the stubs), and
+test_typing_usage.py runs it, so every line here is also checked at run
+time. A `# type: ignore[...]` line is an error mypy must report (--strict
+warns about an ignore that is not needed)."""
+
+from collections.abc import Iterator, Mapping, MutableMapping
+from pathlib import Path
+from typing import assert_type
+
+import bale
+
+
+def bytes_store(path: Path) -> None:
+    with bale.Tree.open(path, create=True) as t:
+        assert_type(t, bale.Tree[bytes, bytes])
+        m: MutableMapping[bytes, bytes] = t  # the reported bug: a plain class before
+        m[b"k"] = b"v"
+        assert_type(t[b"k"], bytes)
+        assert_type(t.get(b"k"), bytes | None)
+        assert_type(t.get(b"k", 0), bytes | int)
+        assert_type(t.pop(b"zz", None), bytes | None)
+        assert len(t.keys()) == len(t.values()) == len(t.items()) == 1
+        assert_type(t.keys(), bale.KeysView[bytes])
+        assert_type(t.values(), bale.ValuesView[bytes])
+        assert_type(t.items(), bale.ItemsView[bytes, bytes])
+        assert_type(t.keys(b"a", b"z"), bale.RangeIterator[bytes])
+        assert_type(t.items(prefix=b"k", limit=2), bale.RangeIterator[tuple[bytes, bytes]])
+        assert_type(iter(t), bale.RangeIterator[bytes])
+        it: Iterator[bytes] = t.values(reverse=True)
+        assert list(it) == [b"v"]
+        t.update({b"a": b"1"})
+        t.update([(b"b", b"2")])
+        assert_type(t.setdefault(b"c", b"3"), bytes)
+        assert_type(t.popitem(), tuple[bytes, bytes])
+        with t.read() as snap:
+            assert_type(snap, bale.Snapshot[bytes, bytes])
+            r: Mapping[bytes, bytes] = snap
+            assert r[b"b"] == b"2" and b"b" in snap.keys()
+        with t.write() as txn:
+            assert_type(txn, bale.Transaction[bytes, bytes])
+            w: MutableMapping[bytes, bytes] = txn
+            w[b"d"] = b"4"
+        assert_type(t.stat().to_dict(), dict[str, int | float])
+
+
+def refused_by_the_checker(t: bale.Tree[bytes, bytes], snap: bale.Snapshot[bytes, bytes]) -> None:
+    """Never called: each line is a type error mypy must find."""
+    t["text"] = b"v"  # type: ignore[index]
+    t[b"k"] = "text"  # type: ignore[assignment]
+    t.keys(gt="text")  # type: ignore[call-overload]
+    t.keys(limit="3")  # type: ignore[call-overload]
+    t.keys(lmit=3)  # type: ignore[call-overload]
+    snap[b"k"] = b"v"  # type: ignore[index]
+    m: MutableMapping[str, bytes] = t  # type: ignore[assignment]
+    next(t.keys())  # type: ignore[call-overload]
