@@ -255,7 +255,13 @@ fn _error_for_code(py: Python<'_>, code: &str) -> PyResult<Py<PyAny>> {
 
 // ---------------------------------------------------------------- module
 
-#[pymodule]
+/// `gil_used = true`: the module needs the GIL. PyO3 0.30 would otherwise
+/// declare it free-threading-safe, which no test here has shown (no
+/// free-threaded CPython can be installed on this project's machines; see
+/// the README). The abi3 build does not emit the slot at all (it exists
+/// from 3.13); a version-specific build for a free-threaded CPython would,
+/// and that interpreter then keeps the GIL on while `bale` is loaded.
+#[pymodule(gil_used = true)]
 fn _bale(m: &Bound<'_, PyModule>) -> PyResult<()> {
     static ATFORK: std::sync::Once = std::sync::Once::new();
     ATFORK.call_once(|| {
