@@ -97,6 +97,7 @@ def test_open_argument_types(tmp_path):
     for name in ["create", "readonly", "durable", "mmap", "wait"]:
         assert_type_error(lambda: bale.Tree.open(p, **{name: "yes"}), name)
     assert_type_error(lambda: bale.Tree.open(p, create=True, page_size="4096"), "page_size")
+    assert_type_error(lambda: bale.Tree.open(p, create=True, bogus=1), "unexpected keyword argument \"bogus\"")
     for bad in (-1, 1000, 2**40):
         with pytest.raises(bale.InvalidArgumentError, match=f"page size {bad} ") as e:
             bale.Tree.open(p, create=True, page_size=bad)

@@ -6,7 +6,7 @@ warns about an ignore that is not needed)."""
 
 from collections.abc import Iterator, Mapping, MutableMapping
 from pathlib import Path
-from typing import assert_type
+from typing import Any, assert_type
 
 import bale
 
@@ -44,6 +44,27 @@ def bytes_store(path: Path) -> None:
         assert_type(t.stat().to_dict(), dict[str, int | float])
 
 
+def codec_stores(path: Path) -> None:
+    with bale.Tree.open(path, create=True, key_codec="utf8", value_codec="json") as t:
+        assert_type(t, bale.Tree[str, Any])
+        t["asset/42"] = {"kind": "texture"}
+        assert t["asset/42"]["kind"] == "texture"
+        assert_type(t.keys(prefix="asset/"), bale.RangeIterator[str])
+        m: MutableMapping[str, Any] = t
+        t.update(other=1)  # keyword keys are str: they type-check on a str-keyed store only
+        assert m["other"] == 1
+    with bale.Tree.open(path, key_codec="utf8") as raw:
+        assert_type(raw, bale.Tree[str, bytes])
+        assert raw["other"] == b"1"
+    with bale.Tree.open(path, value_codec="utf8", readonly=True) as text:
+        assert_type(text, bale.Tree[bytes, str])
+        assert text[b"other"] == "1"
+    with bale.Tree.open(path, key_codec="utf8", value_codec="utf8", mmap=False) as both:
+        assert_type(both, bale.Tree[str, str])
+    with bale.Tree.open(path, value_codec="pickle") as pickled:
+        assert_type(pickled, bale.Tree[bytes, Any])
+
+
 def refused_by_the_checker(t: bale.Tree[bytes, bytes], snap: bale.Snapshot[bytes, bytes]) -> None:
     """Never called: each line is a type error mypy must find."""
     t["text"] = b"v"  # type: ignore[index]
@@ -54,3 +75,7 @@ def refused_by_the_checker(t: bale.Tree[bytes, bytes], snap: bale.Snapshot[bytes
     snap[b"k"] = b"v"  # type: ignore[index]
     m: MutableMapping[str, bytes] = t  # type: ignore[assignment]
     next(t.keys())  # type: ignore[call-overload]
+    t.update(name=b"v")  # type: ignore[call-arg]
+    bale.Tree.open("p", key_codec="pickle")  # type: ignore[call-overload]
+    bale.Tree.open("p", create="yes")  # type: ignore[call-overload]
+    bale.Tree.open("p", bogus=1)  # type: ignore[call-overload]

@@ -39,6 +39,32 @@ fn typed<'py, T: for<'a> FromPyObject<'a, 'py>>(
     }
 }
 
+/// The keyword options of `Tree.open` besides the codecs, checked.
+fn open_options(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
+    let mut o = Options::default();
+    for (name, v) in options.iter().flat_map(|d| d.iter()) {
+        let name: String = name.extract()?;
+        let v = Some(&v);
+        match name.as_str() {
+            "create" => o.create = typed(v, "create", "a bool", false)?,
+            "readonly" => o.readonly = typed(v, "readonly", "a bool", false)?,
+            "durable" => o.durable = typed(v, "durable", "a bool", true)?,
+            "mmap" => o.mmap = typed(v, "mmap", "a bool", true)?,
+            "wait" => o.wait_for_writer = typed(v, "wait", "a bool", false)?,
+            "page_size" => {
+                let n = typed::<Bound<'_, PyInt>>(v, "page_size", "an int", 4096.into_pyobject(py)?)?;
+                o.page_size = n.extract::<u32>().map_err(|_| {
+                    let (lo, hi) = (bale::btree::page::MIN_PAGE_SIZE, bale::btree::page::MAX_PAGE_SIZE);
+                    let msg = format!("page size {n} is not a power of two from {lo} to {hi}");
+                    to_py(py, bale::Error::new(bale::ErrorKind::InvalidArgument, msg))
+                })?;
+            }
+            _ => return Err(type_error(py, &format!("Tree.open() got an unexpected keyword argument {name:?}"))),
+        }
+    }
+    Ok(o)
+}
+
 /// A bale tree store: an ordered, persistent mapping of bytes to bytes in
 /// one file. Open with `Tree.open(path, ...)`.
 #[pyclass(module = "bale", frozen)]
@@ -108,36 +134,27 @@ impl Writes for Tree {
 }
 
 mapping_methods!(write Tree {
-    /// Opens (with `create`, creates) the store file at `path`. An option
-    /// given as `None` takes its default.
+    /// Opens (with `create`, creates) the store file at `path`. Options
+    /// (`None` takes the default): create=False, readonly=False,
+    /// page_size=4096, durable=True, mmap=True, wait=False; the codecs are
+    /// "bytes" unless given.
     #[staticmethod]
-    #[pyo3(signature = (path, *, create=None, readonly=None, page_size=None, durable=None, mmap=None, wait=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (path, *, key_codec=None, value_codec=None, **options))]
     fn open(
         py: Python<'_>,
         path: &Bound<'_, PyAny>,
-        create: Option<&Bound<'_, PyAny>>,
-        readonly: Option<&Bound<'_, PyAny>>,
-        page_size: Option<&Bound<'_, PyAny>>,
-        durable: Option<&Bound<'_, PyAny>>,
-        mmap: Option<&Bound<'_, PyAny>>,
-        wait: Option<&Bound<'_, PyAny>>,
+        key_codec: Option<&Bound<'_, PyAny>>,
+        value_codec: Option<&Bound<'_, PyAny>>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Tree> {
+        let codecs = Codecs::named(py, key_codec, value_codec)?;
         let path: PathBuf = typed(Some(path), "path", "a str or os.PathLike", PathBuf::new())?;
-        let flag = |v, name| typed(v, name, "a bool", false);
-        let (create, readonly, wait) = (flag(create, "create")?, flag(readonly, "readonly")?, flag(wait, "wait")?);
-        let (durable, mmap) = (typed(durable, "durable", "a bool", true)?, typed(mmap, "mmap", "a bool", true)?);
-        let page_size = typed::<Bound<'_, PyInt>>(page_size, "page_size", "an int", 4096.into_pyobject(py)?)?;
-        let page_size = page_size.extract::<u32>().map_err(|_| {
-            let (lo, hi) = (bale::btree::page::MIN_PAGE_SIZE, bale::btree::page::MAX_PAGE_SIZE);
-            let msg = format!("page size {page_size} is not a power of two from {lo} to {hi}");
-            to_py(py, bale::Error::new(bale::ErrorKind::InvalidArgument, msg))
-        })?;
-        let opts = Options { create, readonly, page_size, mmap, wait_for_writer: wait, durable };
+        let opts = open_options(py, options)?;
+        let (readonly, mmap) = (opts.readonly, opts.mmap);
         let p = path.clone();
         let store = py.detach(move || Store::open(&p, opts)).map_err(|e| to_py_at(py, e, &path))?;
         let store = Mutex::new(Some(ForkSafe::new(store)));
-        Ok(Tree { epoch: crate::fork_epoch(), store, path, readonly, mmap, codecs: Codecs })
+        Ok(Tree { epoch: crate::fork_epoch(), store, path, readonly, mmap, codecs })
     }
 
     /// Closes this handle. Snapshots, transactions and iterators already
@@ -196,6 +213,19 @@ mapping_methods!(write Tree {
     #[getter]
     fn format_version(&self, py: Python<'_>) -> PyResult<u16> {
         Ok(self.store(py)?.format_version())
+    }
+
+    /// How keys are given and returned: `"bytes"` or `"utf8"` (`str`).
+    #[getter]
+    fn key_codec(&self) -> &'static str {
+        self.codecs.key_name()
+    }
+
+    /// How values are given and returned: `"bytes"`, `"utf8"`, `"json"`
+    /// or `"pickle"`.
+    #[getter]
+    fn value_codec(&self) -> &'static str {
+        self.codecs.value_name()
     }
 
     /// The longest key this store accepts, in bytes.

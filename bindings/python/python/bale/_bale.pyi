@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Mapping, MutableMapping
 from pathlib import Path
 from types import GenericAlias, TracebackType
-from typing import Any, Generic, TypedDict, TypeVar, final, overload
+from typing import Any, Generic, Literal, TypedDict, TypeVar, final, overload
 
 from _typeshed import SupportsKeysAndGetItem
 from typing_extensions import Buffer, Self, Unpack
@@ -42,6 +42,23 @@ class _RangeOptions(TypedDict, Generic[_K], total=False):
     offset: int | None
     limit: int | None
     include_stop: bool | None
+
+class _OpenOptions(TypedDict, total=False):
+    """The options of `Tree.open` besides the codecs. Defaults (also for
+    `None`): create=False, readonly=False, page_size=4096, durable=True,
+    mmap=True, wait=False."""
+
+    create: bool | None
+    readonly: bool | None
+    page_size: int | None
+    durable: bool | None
+    mmap: bool | None
+    wait: bool | None
+
+_Path = str | os.PathLike[str]
+#: The codec names that keep bytes, and those that hold any object.
+_Bytes = Literal["bytes"] | None
+_Objects = Literal["json", "pickle"]
 
 __all__ = [
     "FORMAT_VERSION",
@@ -139,19 +156,32 @@ class Tree(_WriteMapping[_K, _V]):
     """An ordered, persistent mapping in one file; each mapping operation is
     its own transaction."""
 
+    # Tree.open: the codecs choose K and V (bytes by default); see
+    # _OpenOptions for the other options.
+    @overload
+    @staticmethod
+    def open(path: _Path, *, key_codec: _Bytes = None, value_codec: _Bytes = None, **options: Unpack[_OpenOptions]) -> Tree[bytes, bytes]: ...
+    @overload
+    @staticmethod
+    def open(path: _Path, *, key_codec: Literal["utf8"], value_codec: _Bytes = None, **options: Unpack[_OpenOptions]) -> Tree[str, bytes]: ...
+    @overload
+    @staticmethod
+    def open(path: _Path, *, key_codec: _Bytes = None, value_codec: Literal["utf8"], **options: Unpack[_OpenOptions]) -> Tree[bytes, str]: ...
+    @overload
+    @staticmethod
+    def open(path: _Path, *, key_codec: Literal["utf8"], value_codec: Literal["utf8"], **options: Unpack[_OpenOptions]) -> Tree[str, str]: ...
+    @overload
+    @staticmethod
+    def open(path: _Path, *, key_codec: _Bytes = None, value_codec: _Objects, **options: Unpack[_OpenOptions]) -> Tree[bytes, Any]: ...
+    @overload
     @staticmethod
     def open(
-        path: str | os.PathLike[str],
-        *,
-        create: bool | None = None,
-        readonly: bool | None = None,
-        page_size: int | None = None,
-        durable: bool | None = None,
-        mmap: bool | None = None,
-        wait: bool | None = None,
-    ) -> Tree[bytes, bytes]:
-        """Defaults (also for `None`): create=False, readonly=False,
-        page_size=4096, durable=True, mmap=True, wait=False."""
+        path: _Path, *, key_codec: Literal["utf8"], value_codec: _Objects, **options: Unpack[_OpenOptions]
+    ) -> Tree[str, Any]: ...
+    @property
+    def key_codec(self) -> str: ...
+    @property
+    def value_codec(self) -> str: ...
     def close(self) -> None: ...
     @property
     def closed(self) -> bool: ...
