@@ -35,6 +35,9 @@ def bytes_store(path: Path) -> None:
         assert_type(t.popitem(), tuple[bytes, bytes])
         with t.read() as snap:
             assert_type(snap, bale.Snapshot[bytes, bytes])
+            c = snap.cursor()
+            assert_type(c.seek(b"a"), tuple[bytes, bytes] | None)
+            assert_type(c.key, bytes | None)
             r: Mapping[bytes, bytes] = snap
             assert r[b"b"] == b"2" and b"b" in snap.keys()
         with t.write() as txn:
@@ -51,6 +54,8 @@ def codec_stores(path: Path) -> None:
         assert t["asset/42"]["kind"] == "texture"
         assert_type(t.keys(prefix="asset/"), bale.RangeIterator[str])
         m: MutableMapping[str, Any] = t
+        with t.write() as txn:
+            assert_type(txn.cursor().first(), tuple[str, Any] | None)
         t.update(other=1)  # keyword keys are str: they type-check on a str-keyed store only
         assert m["other"] == 1
     with bale.Tree.open(path, key_codec="utf8") as raw:
@@ -73,6 +78,7 @@ def refused_by_the_checker(t: bale.Tree[bytes, bytes], snap: bale.Snapshot[bytes
     t.keys(limit="3")  # type: ignore[call-overload]
     t.keys(lmit=3)  # type: ignore[call-overload]
     snap[b"k"] = b"v"  # type: ignore[index]
+    snap.cursor().seek("text")  # type: ignore[arg-type]
     m: MutableMapping[str, bytes] = t  # type: ignore[assignment]
     next(t.keys())  # type: ignore[call-overload]
     t.update(name=b"v")  # type: ignore[call-arg]

@@ -24,6 +24,7 @@ use pyo3::types::{PyDict, PyTuple, PyType};
 
 mod bytes;
 mod codec;
+mod cursor;
 mod iter;
 mod mapping;
 mod report;
@@ -281,6 +282,7 @@ fn _bale(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<txn::Snapshot>()?;
     m.add_class::<txn::Transaction>()?;
     m.add_class::<iter::RangeIterator>()?;
+    m.add_class::<cursor::Cursor>()?;
     m.add_class::<value::ValueReader>()?;
     m.add_class::<report::Stat>()?;
     m.add_class::<report::CheckReport>()?;

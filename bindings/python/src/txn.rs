@@ -11,6 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple, PyType};
 
 use crate::codec::Codecs;
+use crate::cursor::{Cursor, Over};
 use crate::iter::{Kind, RangeIterator, Source};
 use crate::mapping::{Reads, Writes, mapping_methods};
 use crate::store::quick;
@@ -118,6 +119,12 @@ mapping_methods!(read Snapshot {
     /// A seekable read-only binary file over the value of `key`.
     fn open_value<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         open_value(self.codecs, self.txn(py)?, key)
+    }
+
+    /// A cursor over this snapshot's keys (it ends with the snapshot).
+    fn cursor(slf: &Bound<'_, Self>) -> PyResult<Cursor> {
+        slf.get().txn(slf.py())?;
+        Ok(Cursor::new(Over::Snap(slf.clone().unbind()), slf.get().codecs))
     }
 });
 
@@ -268,5 +275,12 @@ mapping_methods!(write Transaction {
     fn __repr__(&self) -> String {
         let state = if self.closed() { " ended" } else { "" };
         format!("<bale.Transaction txn_id={}{state}>", self.txn_id)
+    }
+
+    /// A cursor over the keys as this transaction sees them, changes
+    /// included (it ends with the transaction).
+    fn cursor(slf: &Bound<'_, Self>) -> PyResult<Cursor> {
+        slf.get().with(slf.py(), |_| Ok(()))?;
+        Ok(Cursor::new(Over::Txn(slf.clone().unbind()), slf.get().codecs))
     }
 });

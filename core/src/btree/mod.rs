@@ -4,6 +4,7 @@ mod check;
 mod compact;
 mod cursor;
 mod freelist;
+mod key_cursor;
 mod live_range;
 pub mod meta;
 mod node;
@@ -24,6 +25,7 @@ pub use compact::{CompactReport, compact_into};
 pub use stat::{Stat, stat};
 
 pub use cursor::{Cursor, Range, ValueRef, ValueStream};
+pub use key_cursor::{KeyCursor, Move};
 pub use live_range::LiveRange;
 pub use owned::{Fetch, Item, OwnedRange, OwnedValue};
 pub use range_request::{OptionValue, RangeRequest, options_not_an_object};
