@@ -4,6 +4,7 @@ test_typing_usage.py runs it, so every line here is also checked at run
 time. A `# type: ignore[...]` line is an error mypy must report (--strict
 warns about an ignore that is not needed)."""
 
+import hashlib
 from collections.abc import Iterator, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, assert_type
@@ -38,6 +39,11 @@ def bytes_store(path: Path) -> None:
             c = snap.cursor()
             assert_type(c.seek(b"a"), tuple[bytes, bytes] | None)
             assert_type(c.key, bytes | None)
+            view = snap.get(b"b", buffer=True)
+            assert_type(view, bale.ValueView | None)
+            assert view is not None and memoryview(view).tobytes() == b"2" and view[0] == ord("2")
+            assert hashlib.sha256(view).digest() == hashlib.sha256(b"2").digest()
+            assert_type(snap.get(b"b"), bytes | None)
             r: Mapping[bytes, bytes] = snap
             assert r[b"b"] == b"2" and b"b" in snap.keys()
         with t.write() as txn:
@@ -70,6 +76,11 @@ def codec_stores(path: Path) -> None:
         assert_type(pickled, bale.Tree[bytes, Any])
 
 
+def refused_for_codecs(snap: bale.Snapshot[str, str]) -> None:
+    """Never called: a buffer of a store whose values are decoded (str)."""
+    snap.get("k", buffer=True)  # type: ignore[call-overload]
+
+
 def refused_by_the_checker(t: bale.Tree[bytes, bytes], snap: bale.Snapshot[bytes, bytes]) -> None:
     """Never called: each line is a type error mypy must find."""
     t["text"] = b"v"  # type: ignore[index]
@@ -79,6 +90,7 @@ def refused_by_the_checker(t: bale.Tree[bytes, bytes], snap: bale.Snapshot[bytes
     t.keys(lmit=3)  # type: ignore[call-overload]
     snap[b"k"] = b"v"  # type: ignore[index]
     snap.cursor().seek("text")  # type: ignore[arg-type]
+    t.get(b"k", buffer=True)  # type: ignore[call-overload]
     m: MutableMapping[str, bytes] = t  # type: ignore[assignment]
     next(t.keys())  # type: ignore[call-overload]
     t.update(name=b"v")  # type: ignore[call-arg]

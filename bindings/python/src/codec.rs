@@ -137,6 +137,11 @@ impl Codecs {
         self.value.name()
     }
 
+    /// True when values are handed out as the stored bytes.
+    pub fn raw_values(&self) -> bool {
+        self.value == Codec::Bytes
+    }
+
     /// A key argument's bytes; another type raises `InvalidTypeError`.
     pub fn key<'a>(&self, obj: &'a Bound<'_, PyAny>) -> PyResult<Encoded<'a>> {
         self.named_key(obj, "key")

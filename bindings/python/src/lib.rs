@@ -22,6 +22,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple, PyType};
 
+mod buffer;
 mod bytes;
 mod codec;
 mod cursor;
@@ -283,6 +284,7 @@ fn _bale(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<txn::Transaction>()?;
     m.add_class::<iter::RangeIterator>()?;
     m.add_class::<cursor::Cursor>()?;
+    m.add_class::<buffer::ValueView>()?;
     m.add_class::<value::ValueReader>()?;
     m.add_class::<report::Stat>()?;
     m.add_class::<report::CheckReport>()?;

@@ -14,7 +14,7 @@ use pyo3::types::{PyDict, PyTuple};
 use crate::codec::Codecs;
 use crate::iter::{Kind, RangeIterator, view_or_range, whole};
 use crate::value::PyReader;
-use crate::{CoreResult, key_error, not_found, type_error, type_name};
+use crate::{CoreResult, key_error, make_error, not_found, type_error, type_name};
 
 type Obj<'py> = Bound<'py, PyAny>;
 
@@ -30,6 +30,13 @@ pub(crate) trait Reads: pyo3::PyClass<Frozen = pyo3::pyclass::boolean_struct::Tr
     fn value<'py>(&self, py: Python<'py>, key: &[u8]) -> PyResult<Option<Bound<'py, PyAny>>>;
     fn contains(&self, py: Python<'_>, key: &[u8]) -> PyResult<bool>;
     fn count(&self, py: Python<'_>) -> PyResult<usize>;
+    /// The value under `key` as a `ValueView` (`get(key, buffer=True)`);
+    /// only a snapshot has one.
+    fn buffer<'py>(slf: &Bound<'py, Self>, _key: &[u8]) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let msg = "get(key, buffer=True) reads from a snapshot, whose pages the buffer needs: \
+                   `with tree.read() as snap: view = snap.get(key, buffer=True)`";
+        Err(make_error(slf.py(), bale::ErrorKind::InvalidArgument.code(), msg, None, None))
+    }
     /// An iterator over `scan`. With `guard` (a view's iteration) it never
     /// mixes two states of a transaction (see `Source::Txn`).
     fn range(slf: &Bound<'_, Self>, kind: Kind, scan: RangeScan, guard: bool) -> PyResult<RangeIterator>;
@@ -48,14 +55,18 @@ pub(crate) fn getitem<'py, R: Reads>(m: &R, py: Python<'py>, key: &Bound<'py, Py
     m.value(py, &k)?.ok_or_else(|| key_error(key))
 }
 
+/// `get(key, default=None, *, buffer=False)`; with `buffer`, the value as a
+/// `ValueView` (snapshots only).
 pub(crate) fn get<'py, R: Reads>(
-    m: &R,
-    py: Python<'py>,
+    slf: &Bound<'py, R>,
     key: &Bound<'py, PyAny>,
     default: Option<Bound<'py, PyAny>>,
+    buffer: bool,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let (py, m) = (slf.py(), slf.get());
     let k = m.codecs().key(key)?;
-    Ok(m.value(py, &k)?.or(default))
+    let v = if buffer { R::buffer(slf, &k)? } else { m.value(py, &k)? };
+    Ok(v.or(default))
 }
 
 pub(crate) fn contains<R: Reads>(m: &R, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
@@ -288,11 +299,12 @@ macro_rules! mapping_methods {
                 $crate::mapping::getitem(self, py, key)
             }
 
-            /// The value of `key`, or `default`.
-            #[pyo3(signature = (key, default=None))]
-            fn get<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>, default: Option<Bound<'py, PyAny>>)
+            /// The value of `key`, or `default`. With `buffer=True` (on a
+            /// snapshot), a `bale.ValueView` of the value's bytes.
+            #[pyo3(signature = (key, default=None, *, buffer=false))]
+            fn get<'py>(slf: &Bound<'py, Self>, key: &Bound<'py, PyAny>, default: Option<Bound<'py, PyAny>>, buffer: bool)
                 -> PyResult<Option<Bound<'py, PyAny>>> {
-                $crate::mapping::get(self, py, key, default)
+                $crate::mapping::get(slf, key, default, buffer)
             }
 
             fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {

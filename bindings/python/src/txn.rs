@@ -10,13 +10,14 @@ use bale::{ReadOps, ReadTxn, WriteTxn};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple, PyType};
 
+use crate::buffer::ValueView;
 use crate::codec::Codecs;
 use crate::cursor::{Cursor, Over};
 use crate::iter::{Kind, RangeIterator, Source};
 use crate::mapping::{Reads, Writes, mapping_methods};
 use crate::store::quick;
 use crate::value::open_value;
-use crate::{CoreResult, ForkSafe, check_fork, closed_error};
+use crate::{CoreResult, ForkSafe, check_fork, closed_error, make_error};
 
 /// A consistent, read-only view of one commit. Later commits do not change
 /// it; it pins its pages until closed (`with tree.read() as snap:`).
@@ -76,6 +77,26 @@ impl Reads for Snapshot {
         let me = slf.get();
         let t = me.txn(slf.py())?;
         Ok(RangeIterator::new(Source::Snap(ForkSafe::new(t)), kind, scan, me.mmap, me.codecs))
+    }
+
+    fn buffer<'py>(slf: &Bound<'py, Self>, key: &[u8]) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let (py, me) = (slf.py(), slf.get());
+        if !me.codecs.raw_values() {
+            let msg = "get(key, buffer=True) gives the stored bytes: open the store with value_codec=\"bytes\"";
+            return Err(make_error(py, bale::ErrorKind::InvalidArgument.code(), msg, None, None));
+        }
+        let t = me.txn(py)?;
+        let view = match py.detach(|| t.get(key)).py(py)? {
+            None => return Ok(None),
+            Some(v) => match v.in_page() {
+                Some(b) => ValueView::new(slf.clone().unbind(), Some(b), None),
+                None => {
+                    let owned = py.detach(|| v.to_vec()).py(py)?;
+                    ValueView::new(slf.clone().unbind(), None, Some(owned))
+                }
+            },
+        };
+        Ok(Some(Bound::new(py, view)?.into_any()))
     }
 }
 

@@ -152,6 +152,18 @@ impl<'a> ValueRef<'a> {
         }
     }
 
+    /// The bytes when they are inline in one of the tree's own pages (a
+    /// memory-mapped page, or a node of the write transaction), for the
+    /// whole borrow of the tree rather than of this `ValueRef`: in a read
+    /// transaction, for as long as it lives. `None` for bytes copied out of
+    /// a page that was read into a buffer, and for large values.
+    pub fn in_page(&self) -> Option<&'a [u8]> {
+        match &self.v {
+            Held::Borrowed(b) => Some(b),
+            _ => None,
+        }
+    }
+
     /// The bytes when the value is inline, without copying.
     pub fn as_inline(&self) -> Option<&[u8]> {
         match &self.v {

@@ -26,6 +26,7 @@ from ._bale import (
     Stat,
     Transaction,
     Tree,
+    ValueView,
     __version__,
 )
 from ._support import (
@@ -57,6 +58,7 @@ __all__ = [
     "RangeIterator",
     "Cursor",
     "ValueFile",
+    "ValueView",
     "KeysView",
     "ValuesView",
     "ItemsView",
