@@ -93,6 +93,8 @@ def test_handles_inherited_across_fork_refuse_to_work(tmp_path):
     t = bale.Tree.open(path)
     snap = t.read()
     it = iter(snap.keys())
+    cur = snap.cursor()
+    view = snap.get(KEYS[0], buffer=True)
     f = t.open_value(KEYS[0])
     txn = t.write()
     txn[b"new"] = b"pending"
@@ -101,7 +103,8 @@ def test_handles_inherited_across_fork_refuse_to_work(tmp_path):
         code = 0
         try:
             ops = [lambda: t[KEYS[0]], lambda: len(t), lambda: t.read(), lambda: t.write(), lambda: snap[KEYS[0]],
-                   lambda: next(it), lambda: f.read(), lambda: txn[b"x"], lambda: txn.commit(), lambda: list(t.items())]
+                   lambda: next(it), lambda: f.read(), lambda: txn[b"x"], lambda: txn.commit(), lambda: list(t.items()),
+                   lambda: cur.next(), lambda: bytes(view), lambda: memoryview(view), lambda: txn.cursor()]
             for i, op in enumerate(ops):
                 try:
                     op()
@@ -112,7 +115,7 @@ def test_handles_inherited_across_fork_refuse_to_work(tmp_path):
                         code = 40 + i
                         break
             # Dropping the inherited objects must not release the parent's locks.
-            del t, snap, it, f, txn
+            del t, snap, it, cur, view, f, txn
             gc.collect()
             if code == 0:
                 with bale.Tree.open(path) as own:  # a handle of its own works

@@ -48,13 +48,10 @@ impl ValueView {
         ValueView { snap, held }
     }
 
-    /// The snapshot's transaction, or `CLOSED`: taken before every read of
-    /// the bytes, and held while they are read.
+    /// The snapshot's transaction, or its `CLOSED`: taken before every
+    /// read of the bytes, and held while they are read.
     fn txn(&self, py: Python<'_>) -> PyResult<Arc<ReadTxn>> {
-        self.snap.get().txn(py).map_err(|_| {
-            let msg = "the snapshot of this value view is closed; read the value again from an open snapshot";
-            make_error(py, bale::ErrorKind::Closed.code(), msg, None, None)
-        })
+        self.snap.get().txn(py)
     }
 
     /// The bytes, while `_txn` (the open snapshot's) is held.
