@@ -47,12 +47,45 @@ export interface WriteStreamOptions {
   highWaterMark?: number
 }
 
-/* Methods index.js puts on the native classes. */
-export interface Tree {
-  /** The value under `key` as a new Buffer (a copy owned by JS), or `undefined`. */
+/**
+ * The reads of a `Tree` and of a `Txn` (index.js puts them on both). On a
+ * Tree they read this turn's snapshot, or inside a transaction callback
+ * that transaction; on a Txn its transaction, its own writes included.
+ */
+export interface Reads {
+  /** The value under `key` (a copy owned by JS), or `undefined`. */
   get(key: Key): Buffer | undefined
   /** Whether `key` exists. */
   has(key: Key): boolean
+  /** The values of several keys (`undefined` where missing), read together. */
+  getMany(keys: Key[]): Array<Buffer | undefined>
+  /** The length in bytes of the value under `key`, or `undefined`. */
+  valueLength(key: Key): number | undefined
+  /**
+   * `length` bytes of the value under `key` from `offset` (fewer at its
+   * end), reading only the blocks that hold them; `undefined` when the
+   * key does not exist.
+   */
+  readRange(key: Key, offset: number, length: number): Buffer | undefined
+  /** The number of keys. */
+  count(): number
+  /** Entries within the bounds, in key order (or reversed). Values are read whole. */
+  range(options?: RangeOptions | null): Range
+  /** Keys within the bounds. */
+  keys(options?: RangeOptions | null): KeyRange
+  /** Values within the bounds. */
+  values(options?: RangeOptions | null): ValueRange
+  /**
+   * Opens the value under `key` for reading in pieces; `NOT_FOUND` when
+   * the key does not exist. `createReadStream` is built on this. Inside a
+   * transaction callback it reads that transaction, until the callback
+   * returns (`CLOSED` after).
+   */
+  openValue(key: Key): ValueReader
+}
+
+/* Methods index.js puts on the native classes. */
+export interface Tree extends Reads {
   /**
    * Stores `value` under `key`. Resolves once the commit holding it is
    * durable. Puts and deletes issued together share one commit.
@@ -68,12 +101,19 @@ export interface Tree {
   /** A stream whose bytes become the value under `key`; 'finish' is emitted once the commit is durable. Buffers into a temporary file beside the store, so memory stays bounded. */
   writeStream(key: Key, options?: WriteStreamOptions): Writable
 }
-export interface Txn {
-  /** The value under `key` in this transaction (its own writes included), or `undefined`. */
-  get(key: Key): Buffer | undefined
+export interface Txn extends Reads {
   /** Stores `value` under `key` in this transaction. */
   put(key: Key, value: Value): void
 }
 export interface Range extends Iterable<[Buffer, Buffer]>, AsyncIterable<[Buffer, Buffer]> {}
-export interface KeyRange extends Iterable<Buffer>, AsyncIterable<Buffer> {}
+/** The keys of a range (a `Range` that yields keys only). */
+export interface KeyRange extends Iterable<Buffer>, AsyncIterable<Buffer> {
+  /** Ends the range and releases its snapshot. */
+  close(): void
+}
+/** The values of a range (a `Range` that yields values only). */
+export interface ValueRange extends Iterable<Buffer>, AsyncIterable<Buffer> {
+  /** Ends the range and releases its snapshot. */
+  close(): void
+}
 

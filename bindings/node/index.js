@@ -11,13 +11,11 @@ const crypto = require('node:crypto')
 const { Readable, Writable } = require('node:stream')
 const binding = require('./binding.js')
 
-const { Tree, Range, KeyRange, Txn, ValueReader, errorCodes, errorForCode, formatVersion } = binding
+const { Tree, Range, Txn, ValueReader, errorCodes, errorForCode, formatVersion } = binding
 const fast = binding._fastPaths()
-const _treeGet = fast.get
-const _treeHas = fast.has
+const reads = binding._reads()
 const _treePut = fast.put
 const _treePutSync = fast.putSync
-const _txnGet = fast.txnGet
 const _txnPut = fast.txnPut
 const __napiBindingTarget = binding.__napiBindingTarget
 
@@ -44,17 +42,52 @@ function viaSlab(read, self, key) {
   return slab.subarray(at, at + r)
 }
 
-Tree.prototype.get = function get(key) {
-  return viaSlab(_treeGet, this, key)
+// What a native range yields (the `mode` of reader.rs).
+const ENTRIES = 0
+const KEYS = 1
+const VALUES = 2
+const MODE = Symbol('mode')
+
+// The reads, once for both classes: on a Tree they see the transaction of
+// a running callback, else this turn's snapshot; on a Txn its transaction.
+function addReads(C, n) {
+  const proto = C.prototype
+  proto.get = function get(key) {
+    return viaSlab(n.get, this, key)
+  }
+  proto.has = function has(key) {
+    return n.has(this, key)
+  }
+  proto.getMany = function getMany(keys) {
+    return n.getMany(this, keys)
+  }
+  proto.valueLength = function valueLength(key) {
+    return n.valueLength(this, key)
+  }
+  proto.readRange = function readRange(key, offset, length) {
+    return n.readRange(this, key, offset, length)
+  }
+  proto.count = function count() {
+    return n.count(this)
+  }
+  proto.openValue = function openValue(key) {
+    return n.openValue(this, key)
+  }
+  const ranged = (mode) =>
+    function (options) {
+      const r = n.range(this, options, mode)
+      r[MODE] = mode
+      return r
+    }
+  proto.range = ranged(ENTRIES)
+  proto.keys = ranged(KEYS)
+  proto.values = ranged(VALUES)
 }
-Txn.prototype.get = function get(key) {
-  return viaSlab(_txnGet, this, key)
-}
+addReads(Tree, reads.tree)
+addReads(Txn, reads.txn)
+
 Txn.prototype.put = function put(key, value) {
   _txnPut(this, key, value)
-}
-Tree.prototype.has = function has(key) {
-  return _treeHas(this, key)
 }
 Tree.prototype.put = function put(key, value) {
   return _treePut(this, key, value)
@@ -65,7 +98,7 @@ Tree.prototype.putSync = function putSync(key, value) {
 
 const EMPTY = []
 
-// A batch from Range/KeyRange `_next`: u32 LE count, count × u32 LE
+// A batch from Range `_next`: u32 LE count, count × u32 LE
 // lengths, then the bytes. Entries become views of the batch Buffer (one
 // JS-owned copy per batch of up to ~64 KiB; a large value has its own).
 function split(data) {
@@ -82,7 +115,7 @@ function split(data) {
   return out
 }
 
-// Walks the batches of a Range (pairs: [key, value]) or KeyRange (keys).
+// Walks the batches of a Range (pairs: [key, value]; else keys or values).
 class BatchIterator {
   constructor(range, pairs) {
     this.range = range
@@ -171,16 +204,10 @@ class AsyncBatchIterator {
 }
 
 Range.prototype[Symbol.iterator] = function () {
-  return new BatchIterator(this, true)
+  return new BatchIterator(this, this[MODE] === ENTRIES)
 }
 Range.prototype[Symbol.asyncIterator] = function () {
-  return new AsyncBatchIterator(this, true)
-}
-KeyRange.prototype[Symbol.iterator] = function () {
-  return new BatchIterator(this, false)
-}
-KeyRange.prototype[Symbol.asyncIterator] = function () {
-  return new AsyncBatchIterator(this, false)
+  return new AsyncBatchIterator(this, this[MODE] === ENTRIES)
 }
 
 function offsetOption(v, name) {
@@ -295,7 +322,6 @@ Tree.prototype.writeStream = function writeStream(key, options = {}) {
 module.exports = {
   Tree,
   Range,
-  KeyRange,
   Txn,
   ValueReader,
   errorCodes,

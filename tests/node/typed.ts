@@ -34,6 +34,13 @@ async function main(path: string): Promise<void> {
   const r: number = tree.transactionSync((txn: Txn) => {
     txn.put('x', 'y')
     const got: Buffer | undefined = txn.get('x')
+    const inTxn: Array<[Buffer, Buffer]> = [...txn.range({ prefix: 'x' })]
+    const txnKeys: KeyRange = txn.keys()
+    const vals: Array<Buffer | undefined> = txn.getMany(['x'])
+    const l: number | undefined = txn.valueLength('x')
+    const p: Buffer | undefined = txn.readRange('x', 0, 1)
+    const vr: ValueReader = txn.openValue('x')
+    void [inTxn, txnKeys, vals, l, p, vr.readSync(0, 1)]
     return txn.count() + (got ? got.length : 0)
   })
   await tree.put('k', Buffer.alloc(3))

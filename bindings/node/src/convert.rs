@@ -9,8 +9,8 @@
 use std::ops::Deref;
 use std::ptr;
 
-use bale::btree::ValueRef;
-use napi::bindgen_prelude::{FromNapiValue, TypeName, ValidateNapiValue};
+use bale::btree::{OptionValue, ValueRef};
+use napi::bindgen_prelude::{ClassInstance, FromNapiValue, TypeName, ValidateNapiValue};
 use napi::{Result, ValueType, sys};
 
 use crate::error;
@@ -134,6 +134,89 @@ impl TypeName for Bytes<'_> {
 }
 
 impl ValidateNapiValue for Bytes<'_> {}
+
+/// A JS value as the core's option value, or `None` for `undefined` and
+/// `null` (the same as leaving an option out).
+pub fn option_value(env: sys::napi_env, v: sys::napi_value) -> Result<Option<OptionValue>> {
+    use sys::ValueType as T;
+    // SAFETY (each conversion): the value was just found to be of that type.
+    Ok(Some(match js::type_of(env, v)? {
+        T::napi_undefined | T::napi_null => return Ok(None),
+        T::napi_string => OptionValue::Text(unsafe { String::from_napi_value(env, v) }?),
+        T::napi_boolean => OptionValue::Bool(unsafe { bool::from_napi_value(env, v) }?),
+        T::napi_number => OptionValue::Number(unsafe { f64::from_napi_value(env, v) }?),
+        T::napi_object => match bytes_of(env, v)? {
+            Some(b) => OptionValue::Bytes(b),
+            None => OptionValue::Other("an object".into()),
+        },
+        T::napi_function => OptionValue::Other("a function".into()),
+        T::napi_bigint => OptionValue::Other("a bigint".into()),
+        T::napi_symbol => OptionValue::Other("a symbol".into()),
+        _ => OptionValue::Other("an external value".into()),
+    }))
+}
+
+/// What a JS value is, for messages: "a string", "42", "undefined".
+pub fn describe(env: sys::napi_env, v: sys::napi_value) -> Result<String> {
+    Ok(match option_value(env, v)? {
+        Some(o) => o.to_string(),
+        None if js::type_of(env, v)? == sys::ValueType::napi_null => "null".into(),
+        None => "undefined".into(),
+    })
+}
+
+/// `INVALID_ARGUMENT`: `{what} must be {want}, not {what v is}`.
+pub fn wrong(env: sys::napi_env, what: &str, want: &str, v: sys::napi_value) -> napi::Error {
+    match describe(env, v) {
+        Ok(got) => error::to_napi(env, &error::invalid(format!("{what} must be {want}, not {got}"))),
+        Err(e) => e,
+    }
+}
+
+/// A count (an offset, a length): a non-negative integer.
+pub fn count(env: sys::napi_env, v: sys::napi_value, what: &str) -> Result<u64> {
+    match option_value(env, v)? {
+        Some(OptionValue::Number(x)) if x >= 0.0 && x.fract() == 0.0 && x <= 9_007_199_254_740_991.0 => Ok(x as u64),
+        _ => Err(wrong(env, what, "a non-negative integer", v)),
+    }
+}
+
+/// A string.
+#[allow(dead_code)] // used by the argument checks of the next change
+pub fn text(env: sys::napi_env, v: sys::napi_value, what: &str) -> Result<String> {
+    match option_value(env, v)? {
+        Some(OptionValue::Text(s)) => Ok(s),
+        _ => Err(wrong(env, what, "a string", v)),
+    }
+}
+
+/// The elements of an array.
+pub fn items(env: sys::napi_env, v: sys::napi_value, what: &str) -> Result<Vec<sys::napi_value>> {
+    let mut is = false;
+    // SAFETY: plain query on a value of this call.
+    js::check(unsafe { sys::napi_is_array(env, v, &mut is) }, "array")?;
+    if !is {
+        return Err(wrong(env, what, "an array", v));
+    }
+    js::elements(env, v)
+}
+
+/// An array of keys, each borrowed for the call.
+pub fn keys<'a>(env: sys::napi_env, v: sys::napi_value, what: &str) -> Result<Vec<Bytes<'a>>> {
+    // SAFETY: the elements are values of this call (the array holds them).
+    items(env, v, what)?.into_iter().map(|k| unsafe { Bytes::from_napi_value(env, k) }).collect()
+}
+
+/// The native object behind `v` (a `Tree`, a `Txn`), or `INVALID_ARGUMENT`
+/// when `v` is something else (a method called on another object).
+pub fn handle<'e, H: 'e>(env: sys::napi_env, v: sys::napi_value, class: &str) -> Result<ClassInstance<'e, H>>
+where
+    ClassInstance<'e, H>: FromNapiValue,
+{
+    // SAFETY: the type tag is checked before the object is used as an H.
+    unsafe { ClassInstance::<H>::from_napi_value(env, v) }
+        .map_err(|_| error::to_napi(env, &error::invalid(format!("this method must be called on a {class}"))))
+}
 
 /// The whole value as a new JS-owned Buffer.
 pub fn value_buffer(env: sys::napi_env, v: &ValueRef<'_>) -> Result<std::result::Result<sys::napi_value, bale::Error>> {

@@ -2,9 +2,10 @@
 //! queue use: JS-owned buffers, arrays, promises settled from the main
 //! thread, and references that keep values alive across event-loop turns.
 
+use std::ffi::{CStr, c_void};
 use std::ptr;
 
-use napi::bindgen_prelude::{FromNapiValue, ToNapiValue, TypeName, ValidateNapiValue};
+use napi::bindgen_prelude::{FromNapiValue, JsError, ToNapiValue, TypeName, ValidateNapiValue};
 use napi::{Env, Error, Result, Status, ValueType, sys};
 
 /// Fails with the napi status unless it is `napi_ok`.
@@ -38,10 +39,80 @@ impl TypeName for Raw {
 
 impl ValidateNapiValue for Raw {}
 
+/// A plain Node-API callback, for the calls that skip napi-rs's glue.
+pub type Callback = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
+
+/// Runs the body of a plain Node-API callback on the call's first `N`
+/// arguments (missing ones are `undefined`) and the data the function was
+/// made with: returns its value, or throws its error and returns null.
+/// napi-rs's generated glue would set up borrow tracking on every call (a
+/// thread-local scope, allocations, and for `&self` methods a global mutex
+/// and map): about as long as a lookup in a warm tree.
+///
+/// # Safety
+/// `env` and `info` must be the ones Node passed to the running callback.
+pub unsafe fn callback<const N: usize>(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+    body: impl FnOnce(&Env, [sys::napi_value; N], *mut c_void) -> Result<sys::napi_value>,
+) -> sys::napi_value {
+    let mut argc = N;
+    let mut argv = [ptr::null_mut(); N];
+    let mut data = ptr::null_mut();
+    // SAFETY: argv has room for argc values.
+    let got = check(
+        unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), &mut data) },
+        "arguments",
+    );
+    let r = got.and_then(|()| {
+        for a in argv.iter_mut().skip(argc) {
+            *a = undefined(env)?;
+        }
+        body(&Env::from_raw(env), argv, data)
+    });
+    match r {
+        Ok(v) => v,
+        Err(e) => {
+            // SAFETY: throwing on the callback's own env.
+            unsafe { JsError::from(e).throw_into(env) };
+            ptr::null_mut()
+        }
+    }
+}
+
+/// A JS function calling `cb`, which receives `data` (see `callback`).
+pub fn function(env: sys::napi_env, name: &CStr, cb: Callback, data: *mut c_void) -> Result<sys::napi_value> {
+    let mut f = ptr::null_mut();
+    // SAFETY: name is NUL-terminated; the callback matches napi_callback.
+    check(
+        unsafe { sys::napi_create_function(env, name.as_ptr(), usize::MAX as isize, Some(cb), data, &mut f) },
+        "function",
+    )?;
+    Ok(f)
+}
+
+/// An object whose properties are the given functions, for index.js.
+pub fn object(env: sys::napi_env, props: &[(&CStr, sys::napi_value)]) -> Result<sys::napi_value> {
+    let mut obj = ptr::null_mut();
+    // SAFETY: plain creation call.
+    check(unsafe { sys::napi_create_object(env, &mut obj) }, "object")?;
+    for (name, v) in props {
+        set_property(env, obj, name, *v)?;
+    }
+    Ok(obj)
+}
+
 pub fn undefined(env: sys::napi_env) -> Result<sys::napi_value> {
     let mut v = ptr::null_mut();
     // SAFETY: env is the live environment of the current call.
     check(unsafe { sys::napi_get_undefined(env, &mut v) }, "undefined")?;
+    Ok(v)
+}
+
+pub fn null(env: sys::napi_env) -> Result<sys::napi_value> {
+    let mut v = ptr::null_mut();
+    // SAFETY: as above.
+    check(unsafe { sys::napi_get_null(env, &mut v) }, "null")?;
     Ok(v)
 }
 
@@ -92,6 +163,21 @@ pub fn array(env: sys::napi_env, len: usize) -> Result<sys::napi_value> {
 pub fn set_element(env: sys::napi_env, arr: sys::napi_value, i: u32, v: sys::napi_value) -> Result<()> {
     // SAFETY: arr is an array created in this call.
     check(unsafe { sys::napi_set_element(env, arr, i, v) }, "set element")
+}
+
+/// The elements of an array.
+pub fn elements(env: sys::napi_env, arr: sys::napi_value) -> Result<Vec<sys::napi_value>> {
+    let mut n = 0u32;
+    // SAFETY: arr is an array of this call.
+    check(unsafe { sys::napi_get_array_length(env, arr, &mut n) }, "array length")?;
+    (0..n)
+        .map(|i| {
+            let mut v = ptr::null_mut();
+            // SAFETY: i is within the array.
+            check(unsafe { sys::napi_get_element(env, arr, i, &mut v) }, "element")?;
+            Ok(v)
+        })
+        .collect()
 }
 
 pub fn set_property(env: sys::napi_env, obj: sys::napi_value, name: &std::ffi::CStr, v: sys::napi_value) -> Result<()> {
@@ -180,6 +266,18 @@ pub fn schedule<F: Fn(&Env) + 'static>(env: &Env, when: &std::ffi::CStr, f: F) -
         Ok(())
     })?;
     call_global(env.raw(), when, napi::JsValue::raw(&cb))
+}
+
+/// A promise already settled with `r`: resolved with its value, or
+/// rejected with its error.
+pub fn settled(env: sys::napi_env, r: Result<sys::napi_value>) -> Result<sys::napi_value> {
+    let (d, p) = Deferred::new(env)?;
+    match r {
+        Ok(v) => d.resolve(env, v),
+        // SAFETY: converting an error on the JS thread.
+        Err(e) => d.reject(env, unsafe { ToNapiValue::to_napi_value(env, e) }?),
+    }
+    Ok(p)
 }
 
 /// The resolving half of a promise. It must be settled on the thread that

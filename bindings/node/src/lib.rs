@@ -1,19 +1,21 @@
 //! Node.js bindings of bale over Node-API (no V8 ABI: the same binary loads
 //! in every Node version with Node-API 8 and in Electron without a rebuild).
 //!
-//! The modules mirror the core: `store` (open, reads, sync writes, stat,
-//! check, compact), `txn` (transaction callbacks and the queue of durable
-//! async writes), `range` (batched range iteration), `value` (reading a
-//! value in pieces for streams), `error` (coded errors), plus `convert`,
-//! `js` and `fast` (the hottest calls as plain Node-API callbacks) for the
-//! boundary itself. `index.js` adds the iterator protocols and
-//! the Node streams.
+//! The modules mirror the core: `store` (open, snapshots, sync writes,
+//! stat, check, compact), `reader` (the reads of a tree and of a
+//! transaction, written once), `txn` (transaction callbacks and the queue
+//! of durable async writes), `range` (batched range iteration), `value`
+//! (reading a value in pieces for streams), `error` (coded errors), plus
+//! `convert`, `js` and `fast` (the hottest writes as plain Node-API
+//! callbacks) for the boundary itself. `index.js` adds the iterator
+//! protocols, encodings and the Node streams.
 
 mod convert;
 mod error;
 mod fast;
 mod js;
 mod range;
+mod reader;
 mod store;
 mod txn;
 mod value;
@@ -22,7 +24,8 @@ use napi_derive::napi;
 
 pub use error::{error_codes, error_for_code};
 pub use fast::fast_paths;
-pub use range::{KeyRange, Range};
+pub use range::Range;
+pub use reader::reads_of;
 pub use store::{CheckReport, CompactReport, OpenOptions, Stat, Tree};
 pub use txn::Txn;
 pub use value::ValueReader;

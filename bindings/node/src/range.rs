@@ -8,60 +8,64 @@
 //! is one run of its `RangeScan`, which goes on past the last key taken.
 //! `_nextAsync` fills a batch on the thread pool instead.
 
+use std::rc::Rc;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use bale::ReadTxn;
-use bale::btree::{OptionValue, RangeRequest, RangeScan, Step, ValueRef, options_not_an_object};
-use napi::bindgen_prelude::{AsyncTask, FromNapiValue};
-use napi::{Env, Result, Task, sys};
+use bale::btree::{RangeRequest, RangeScan, Step, ValueRef, options_not_an_object};
+use bale::{ReadOps, ReadTxn};
+use napi::{Env, JsValue, Result, Task, sys};
 use napi_derive::napi;
 
-use crate::convert::bytes_of;
+use crate::convert::{self, option_value};
 use crate::error::{self, OrThrow};
 use crate::js::{self, Raw};
-use crate::store::Tree;
+use crate::reader::Source;
+use crate::txn::Active;
 
 /// Entries per batch, and bytes after which a batch ends early (a batch
 /// holding one large value is as big as that value).
 const BATCH_ENTRIES: usize = 1024;
 const BATCH_BYTES: usize = 64 << 10;
 
-/// An option's value for the core, or `None` for `undefined` and `null`
-/// (the same as leaving the option out).
-fn option_value(env: sys::napi_env, v: sys::napi_value) -> Result<Option<OptionValue>> {
-    use sys::ValueType as T;
-    // SAFETY (each conversion): the value was just found to be of that type.
-    Ok(Some(match js::type_of(env, v)? {
-        T::napi_undefined | T::napi_null => return Ok(None),
-        T::napi_string => OptionValue::Text(unsafe { String::from_napi_value(env, v) }?),
-        T::napi_boolean => OptionValue::Bool(unsafe { bool::from_napi_value(env, v) }?),
-        T::napi_number => OptionValue::Number(unsafe { f64::from_napi_value(env, v) }?),
-        T::napi_object => match bytes_of(env, v)? {
-            Some(b) => OptionValue::Bytes(b),
-            None => OptionValue::Other("an object".into()),
-        },
-        T::napi_function => OptionValue::Other("a function".into()),
-        T::napi_bigint => OptionValue::Other("a bigint".into()),
-        T::napi_symbol => OptionValue::Other("a symbol".into()),
-        _ => OptionValue::Other("an external value".into()),
-    }))
+/// What a range yields.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Keys and values, interleaved in each batch.
+    Entries,
+    Keys,
+    Values,
+}
+
+impl Mode {
+    /// The mode index.js asks for: 0, 1 or 2.
+    pub fn from_js(env: sys::napi_env, v: sys::napi_value) -> Result<Mode> {
+        match convert::count(env, v, "a range mode")? {
+            0 => Ok(Mode::Entries),
+            1 => Ok(Mode::Keys),
+            2 => Ok(Mode::Values),
+            _ => Err(error::to_napi(env, &error::invalid("a range mode is 0, 1 or 2"))),
+        }
+    }
 }
 
 /// The options object as the core's request: every own enumerable property
 /// goes to `RangeRequest::set`, which checks its name and value, so a name
 /// the core does not know fails instead of being ignored.
-fn request(env: &Env, options: Option<Raw>) -> Result<RangeScan> {
+fn request(env: &Env, options: sys::napi_value) -> Result<RangeScan> {
     let raw = env.raw();
     let mut req = RangeRequest::default();
-    if let Some(Raw(o)) = options {
-        if js::type_of(raw, o)? != sys::ValueType::napi_object {
-            let got = option_value(raw, o)?.map_or_else(|| "nothing".to_owned(), |v| v.to_string());
-            return Err(error::to_napi(raw, &options_not_an_object(&got)));
-        }
-        for (name, v) in js::own_properties(raw, o)? {
-            if let Some(v) = option_value(raw, v)? {
-                req.set(&name, v).or_throw(env)?;
+    match js::type_of(raw, options)? {
+        sys::ValueType::napi_undefined | sys::ValueType::napi_null => {}
+        sys::ValueType::napi_object => {
+            for (name, v) in js::own_properties(raw, options)? {
+                if let Some(v) = option_value(raw, v)? {
+                    req.set(&name, v).or_throw(env)?;
+                }
             }
+        }
+        _ => {
+            let got = option_value(raw, options)?.map_or_else(|| "nothing".to_owned(), |v| v.to_string());
+            return Err(error::to_napi(raw, &options_not_an_object(&got)));
         }
     }
     req.scan().or_throw(env)
@@ -127,51 +131,55 @@ impl Batch {
 
 /// Where a range stands between batches.
 pub struct Cursor {
-    /// `None` once the range is exhausted, failed or closed.
-    txn: Option<Arc<ReadTxn>>,
+    /// False once the range is exhausted, failed or closed.
+    live: bool,
+    /// The snapshot a range outside a transaction callback owns.
+    snap: Option<Arc<ReadTxn>>,
     scan: RangeScan,
-    keys_only: bool,
+    mode: Mode,
 }
 
 impl Cursor {
-    fn new(env: &Env, txn: Arc<ReadTxn>, options: Option<Raw>, keys_only: bool) -> Result<Cursor> {
-        let scan = request(env, options)?;
-        let txn = (!scan.is_done()).then_some(txn);
-        Ok(Cursor { txn, scan, keys_only })
-    }
-
-    /// The next batch (empty at the end). A large value travels alone in
-    /// its batch. Errors end the range (they are sticky, as in the core).
-    fn fill(&mut self) -> bale::Result<Batch> {
-        let r = self.fill_inner();
-        if r.is_err() {
-            self.txn = None;
+    /// The next batch (empty at the end), from `write` when the range reads
+    /// a write transaction, else from its snapshot. A large value travels
+    /// alone in its batch. Errors end the range (they are sticky, as in the
+    /// core).
+    fn fill(&mut self, write: Option<&Rc<Active>>) -> bale::Result<Batch> {
+        if !self.live {
+            return Ok(Batch::default());
+        }
+        let r = match (write, self.snap.clone()) {
+            (Some(a), _) => Source::Write(a.clone()).read(|w| self.fill_from(w)),
+            (None, Some(s)) => self.fill_from(&*s),
+            (None, None) => Ok(Batch::default()),
+        };
+        if r.is_err() || self.scan.is_done() {
+            self.live = false;
+            self.snap = None;
         }
         r
     }
 
-    fn fill_inner(&mut self) -> bale::Result<Batch> {
+    fn fill_from(&mut self, txn: &dyn ReadOps) -> bale::Result<Batch> {
         let mut out = Batch::default();
-        let Some(txn) = self.txn.clone() else { return Ok(out) };
-        let keys_only = self.keys_only;
+        let mode = self.mode;
         let mut n = 0usize;
-        self.scan.run(&*txn, |k, v| {
-            let large = !keys_only && v.as_inline().is_none();
+        self.scan.run(txn, |k, v| {
+            let large = mode != Mode::Keys && v.as_inline().is_none();
             if large && n > 0 {
                 // Not taken: the next batch starts with it.
                 return Ok(Step::Leave);
             }
-            out.push(k)?;
-            if !keys_only {
+            if mode != Mode::Values {
+                out.push(k)?;
+            }
+            if mode != Mode::Keys {
                 out.push_value(v)?;
             }
             n += 1;
             let full = large || n >= BATCH_ENTRIES || out.data.len() >= BATCH_BYTES;
             Ok::<_, bale::Error>(if full { Step::Stop } else { Step::Next })
         })?;
-        if self.scan.is_done() {
-            self.txn = None;
-        }
         Ok(out)
     }
 }
@@ -180,21 +188,9 @@ fn lock(state: &Mutex<Cursor>) -> MutexGuard<'_, Cursor> {
     state.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The next batch as one Buffer (see `Batch::to_js`), or `null` at the end.
-fn next_batch_sync(env: &Env, state: &Mutex<Cursor>) -> Result<Raw> {
-    let raw = env.raw();
-    let batch = lock(state).fill().or_throw(env)?;
-    if batch.lens.is_empty() {
-        return Ok(Raw(null(raw)?));
-    }
-    Ok(Raw(batch.to_js(raw)?))
-}
-
-fn null(env: sys::napi_env) -> Result<sys::napi_value> {
-    let mut v = std::ptr::null_mut();
-    // SAFETY: plain query.
-    js::check(unsafe { sys::napi_get_null(env, &mut v) }, "null")?;
-    Ok(v)
+/// A batch as one Buffer (see `Batch::to_js`), or `null` at the end.
+fn batch_js(env: sys::napi_env, batch: Batch) -> Result<sys::napi_value> {
+    if batch.lens.is_empty() { js::null(env) } else { batch.to_js(env) }
 }
 
 /// Fills one batch on the thread pool.
@@ -207,30 +203,35 @@ impl Task for BatchTask {
     type JsValue = Raw;
 
     fn compute(&mut self) -> Result<Self::Output> {
-        Ok(lock(&self.state).fill())
+        Ok(lock(&self.state).fill(None))
     }
 
     fn resolve(&mut self, env: Env, out: Self::Output) -> Result<Raw> {
-        let batch = out.or_throw(&env)?;
-        if batch.lens.is_empty() {
-            return Ok(Raw(null(env.raw())?));
-        }
-        Ok(Raw(batch.to_js(env.raw())?))
+        Ok(Raw(batch_js(env.raw(), out.or_throw(&env)?)?))
     }
 }
 
-/// Entries of a range: iterate with `for...of` or `for await...of`, which
-/// yield `[key, value]` Buffers. The range reads the snapshot current when
-/// it was made; `close()` (or finishing) releases it.
+/// A range of entries, keys or values: iterate with `for...of` or
+/// `for await...of` (index.js adds the protocols). It reads the snapshot
+/// current when it was made, or inside a transaction callback that
+/// transaction (until the callback returns); `close()` (or finishing)
+/// releases it.
 #[napi]
 pub struct Range {
     state: Arc<Mutex<Cursor>>,
+    write: Option<Rc<Active>>,
 }
 
-/// Keys of a range: iterate with `for...of` or `for await...of`.
-#[napi]
-pub struct KeyRange {
-    state: Arc<Mutex<Cursor>>,
+impl Range {
+    pub fn new(env: &Env, source: Source, options: sys::napi_value, mode: Mode) -> Result<Range> {
+        let scan = request(env, options)?;
+        let (snap, write) = match source {
+            Source::Snap(s) => (Some(s), None),
+            Source::Write(a) => (None, Some(a)),
+        };
+        let live = !scan.is_done();
+        Ok(Range { state: Arc::new(Mutex::new(Cursor { live, snap, scan, mode })), write })
+    }
 }
 
 #[napi]
@@ -238,57 +239,27 @@ impl Range {
     /// The next batch (for the iterators in index.js), or null at the end.
     #[napi(js_name = "_next", skip_typescript)]
     pub fn next_batch(&self, env: Env) -> Result<Raw> {
-        next_batch_sync(&env, &self.state)
+        let batch = lock(&self.state).fill(self.write.as_ref()).or_throw(&env)?;
+        Ok(Raw(batch_js(env.raw(), batch)?))
     }
 
-    /// `_next` read on the thread pool; one call at a time.
+    /// `_next` read on the thread pool (one call at a time); a range over a
+    /// write transaction reads on the spot, since the transaction stays on
+    /// this thread.
     #[napi(js_name = "_nextAsync", skip_typescript)]
-    pub fn next_batch_async(&self) -> AsyncTask<BatchTask> {
-        AsyncTask::new(BatchTask { state: self.state.clone() })
+    pub fn next_batch_async(&self, env: Env) -> Result<Raw> {
+        if self.write.is_some() {
+            return Ok(Raw(js::settled(env.raw(), self.next_batch(env).map(|r| r.0))?));
+        }
+        let work = env.spawn(BatchTask { state: self.state.clone() })?;
+        Ok(Raw(work.promise_object().raw()))
     }
 
     /// Ends the range and releases its snapshot.
     #[napi]
     pub fn close(&self) {
-        lock(&self.state).txn = None;
-    }
-}
-
-#[napi]
-impl KeyRange {
-    /// The next batch (for the iterators in index.js), or null at the end.
-    #[napi(js_name = "_next", skip_typescript)]
-    pub fn next_batch(&self, env: Env) -> Result<Raw> {
-        next_batch_sync(&env, &self.state)
-    }
-
-    /// `_next` read on the thread pool; one call at a time.
-    #[napi(js_name = "_nextAsync", skip_typescript)]
-    pub fn next_batch_async(&self) -> AsyncTask<BatchTask> {
-        AsyncTask::new(BatchTask { state: self.state.clone() })
-    }
-
-    /// Ends the range and releases its snapshot.
-    #[napi]
-    pub fn close(&self) {
-        lock(&self.state).txn = None;
-    }
-}
-
-#[napi]
-impl Tree {
-    /// Entries within the bounds, in key order (or reversed), from the
-    /// current snapshot. Values are read whole.
-    #[napi(ts_args_type = "options?: RangeOptions")]
-    pub fn range(&self, env: Env, options: Option<Raw>) -> Result<Range> {
-        let txn = self.inner.with_snap(&env, |t| Ok(t.clone()))?;
-        Ok(Range { state: Arc::new(Mutex::new(Cursor::new(&env, txn, options, false)?)) })
-    }
-
-    /// Keys within the bounds, in key order (or reversed).
-    #[napi(ts_args_type = "options?: RangeOptions")]
-    pub fn keys(&self, env: Env, options: Option<Raw>) -> Result<KeyRange> {
-        let txn = self.inner.with_snap(&env, |t| Ok(t.clone()))?;
-        Ok(KeyRange { state: Arc::new(Mutex::new(Cursor::new(&env, txn, options, true)?)) })
+        let mut c = lock(&self.state);
+        c.live = false;
+        c.snap = None;
     }
 }

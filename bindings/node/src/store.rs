@@ -7,12 +7,12 @@ use std::collections::VecDeque;
 use std::rc::{Rc, Weak};
 use std::sync::{Arc, Condvar, Mutex};
 
-use bale::{Options, ReadOps, ReadTxn, Store, WriteTxn};
+use bale::{Options, ReadTxn, Store, WriteTxn};
 use napi::bindgen_prelude::Function;
 use napi::{Env, Result};
 use napi_derive::napi;
 
-use crate::convert::{self, Bytes};
+use crate::convert::Bytes;
 use crate::error::{self, OrThrow};
 use crate::js::{self, Raw};
 use crate::txn::{Active, Job, Txn};
@@ -162,19 +162,6 @@ impl Inner {
     }
 }
 
-/// Reads `key` from any transaction into a Buffer, or `undefined`.
-#[inline]
-pub fn read_value<R: ReadOps>(env: &Env, r: &R, key: &[u8]) -> Result<Raw> {
-    match r.get(key) {
-        Ok(Some(v)) => match convert::value_buffer(env.raw(), &v)? {
-            Ok(b) => Ok(Raw(b)),
-            Err(e) => Err(error::to_napi(env.raw(), &e)),
-        },
-        Ok(None) => Ok(Raw(js::undefined(env.raw())?)),
-        Err(e) => Err(error::to_napi(env.raw(), &e)),
-    }
-}
-
 /// An open store file: an ordered map of byte keys to byte values.
 ///
 /// Reads (`get`, `has`, `range`, ...) are synchronous and see one snapshot
@@ -264,60 +251,6 @@ impl Tree {
     #[napi(getter)]
     pub fn closed(&self) -> bool {
         self.inner.store.borrow().is_none()
-    }
-
-    /// The values of several keys (`undefined` where missing), read from one snapshot.
-    #[napi(ts_args_type = "keys: Key[]", ts_return_type = "Array<Buffer | undefined>")]
-    pub fn get_many(&self, env: Env, keys: Vec<Bytes>) -> Result<Raw> {
-        let arr = js::array(env.raw(), keys.len())?;
-        self.inner.with_snap(&env, |r| {
-            for (i, k) in keys.iter().enumerate() {
-                let v = read_value(&env, &**r, k)?;
-                js::set_element(env.raw(), arr, i as u32, v.0)?;
-            }
-            Ok(())
-        })?;
-        Ok(Raw(arr))
-    }
-
-    /// The length in bytes of the value under `key`, or `undefined`.
-    #[napi(ts_args_type = "key: Key", ts_return_type = "number | undefined")]
-    pub fn value_length(&self, env: Env, key: Bytes) -> Result<Raw> {
-        self.inner.with_snap(&env, |r| match r.get(&key) {
-            Ok(Some(v)) => Ok(Raw(js::number(env.raw(), v.len() as f64)?)),
-            Ok(None) => Ok(Raw(js::undefined(env.raw())?)),
-            Err(e) => Err(error::to_napi(env.raw(), &e)),
-        })
-    }
-
-    /// `length` bytes of the value under `key` from `offset` (fewer at its
-    /// end), reading only the blocks that hold them; `undefined` when the
-    /// key does not exist.
-    #[napi(ts_args_type = "key: Key, offset: number, length: number", ts_return_type = "Buffer | undefined")]
-    pub fn read_range(&self, env: Env, key: Bytes, offset: f64, length: f64) -> Result<Raw> {
-        let (offset, length) = (to_u64(&env, offset, "offset")?, to_u64(&env, length, "length")?);
-        self.inner.with_snap(&env, |r| match r.get(&key) {
-            Ok(Some(v)) => {
-                let bytes = v.read_range(offset, length).or_throw(&env)?;
-                Ok(Raw(js::buffer_copy(env.raw(), &bytes)?))
-            }
-            Ok(None) => Ok(Raw(js::undefined(env.raw())?)),
-            Err(e) => Err(error::to_napi(env.raw(), &e)),
-        })
-    }
-
-    /// Number of keys in the current snapshot.
-    #[napi]
-    pub fn count(&self, env: Env) -> Result<f64> {
-        {
-            let a = self.inner.active.borrow();
-            if let Some(a) = a.as_ref()
-                && let Some(w) = a.txn.borrow().as_ref()
-            {
-                return Ok(w.len() as f64);
-            }
-        }
-        self.inner.with_snap(&env, |r| Ok(r.len() as f64))
     }
 
     /// Drops this turn's snapshot: the next read sees the latest commit
@@ -456,14 +389,6 @@ impl Tree {
             Some(s) => s.close().or_throw(&env),
             None => Ok(()),
         }
-    }
-}
-
-pub fn to_u64(env: &Env, x: f64, what: &str) -> Result<u64> {
-    if x.is_finite() && x >= 0.0 && x.fract() == 0.0 && x <= 9_007_199_254_740_991.0 {
-        Ok(x as u64)
-    } else {
-        Err(error::to_napi(env.raw(), &error::invalid(format!("{what} must be a non-negative integer, not {x}"))))
     }
 }
 

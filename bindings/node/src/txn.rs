@@ -16,7 +16,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::thread::ThreadId;
 
-use bale::{ErrorKind, ReadOps, Store, WriteTxn};
+use bale::{ErrorKind, Store, WriteTxn};
 use napi::bindgen_prelude::{Function, FunctionRef};
 use napi::{Env, Result, Task, sys};
 use napi_derive::napi;
@@ -66,7 +66,7 @@ pub fn run_callback(
 /// Reads see its own writes. It ends when the callback returns.
 #[napi]
 pub struct Txn {
-    active: Rc<Active>,
+    pub(crate) active: Rc<Active>,
     max_key: usize,
 }
 
@@ -82,11 +82,6 @@ impl Txn {
 
 #[napi]
 impl Txn {
-    #[napi(ts_args_type = "key: Key")]
-    pub fn has(&self, env: Env, key: Bytes) -> Result<bool> {
-        self.with(&env, |w| w.contains(&key).or_throw(&env))
-    }
-
     /// Removes `key`; true when it existed.
     #[napi(ts_args_type = "key: Key")]
     pub fn delete(&self, env: Env, key: Bytes) -> Result<bool> {
@@ -97,12 +92,6 @@ impl Txn {
     #[napi]
     pub fn clear(&self, env: Env) -> Result<()> {
         self.with(&env, |w| w.clear().or_throw(&env))
-    }
-
-    /// Number of keys, this transaction's writes included.
-    #[napi]
-    pub fn count(&self, env: Env) -> Result<f64> {
-        self.with(&env, |w| Ok(w.len() as f64))
     }
 
     /// The longest key this store accepts.

@@ -1,19 +1,22 @@
 //! Reading one value in pieces, for `createReadStream`: a `ValueReader`
 //! owns its snapshot and reads ranges of the value on the thread pool
-//! (large values block by block, so memory stays bounded).
+//! (large values block by block, so memory stays bounded). Inside a
+//! transaction callback it reads that transaction instead, on the spot.
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bale::ErrorKind;
 use bale::btree::OwnedValue;
-use napi::bindgen_prelude::AsyncTask;
-use napi::{Env, Result, Task};
+use napi::{Env, JsValue, Result, Task, sys};
 use napi_derive::napi;
 
-use crate::convert::Bytes;
-use crate::error::{self, OrThrow};
+use crate::convert;
+use crate::error::OrThrow;
 use crate::js::{self, Raw};
-use crate::store::{Tree, to_u64};
+use crate::reader::Source;
+use crate::txn::Active;
 
 /// Largest piece one read returns.
 const MAX_PIECE: u64 = 16 << 20;
@@ -31,11 +34,52 @@ fn read_piece(s: &Shared, offset: u64, length: u64) -> bale::Result<Vec<u8>> {
 }
 
 /// A value opened for reading in pieces, from the snapshot current when it
-/// was opened.
+/// was opened (inside a transaction callback: from that transaction, while
+/// its callback runs).
 #[napi]
 pub struct ValueReader {
     state: Shared,
+    /// The transaction and key, for a value read from a write transaction.
+    write: RefCell<Option<(Rc<Active>, Vec<u8>)>>,
     len: u64,
+}
+
+impl ValueReader {
+    /// The value under `key` in `source`, or `None`.
+    pub fn open(source: Source, key: &[u8]) -> bale::Result<Option<ValueReader>> {
+        match source {
+            Source::Snap(txn) => Ok(OwnedValue::open(txn, key)?.map(|v| ValueReader {
+                len: v.len(),
+                state: Arc::new(Mutex::new(Some(v))),
+                write: RefCell::new(None),
+            })),
+            Source::Write(a) => {
+                let len = Source::Write(a.clone()).read(|w| Ok(w.get(key)?.map(|v| v.len())))?;
+                Ok(len.map(|len| ValueReader {
+                    state: Shared::default(),
+                    write: RefCell::new(Some((a, key.to_vec()))),
+                    len,
+                }))
+            }
+        }
+    }
+
+    /// One piece, read on the calling thread.
+    fn piece(&self, env: &Env, offset: sys::napi_value, length: sys::napi_value) -> Result<Raw> {
+        let (offset, length) = pieces(env, offset, length)?;
+        let bytes = match &*self.write.borrow() {
+            Some((a, key)) => Source::Write(a.clone()).read(|w| match w.get(key)? {
+                Some(v) => v.read_range(offset, length.min(MAX_PIECE)),
+                None => Err(bale::Error::new(ErrorKind::NotFound, "the value was deleted")),
+            }),
+            None => read_piece(&self.state, offset, length),
+        };
+        Ok(Raw(js::buffer_copy(env.raw(), &bytes.or_throw(env)?)?))
+    }
+}
+
+fn pieces(env: &Env, offset: sys::napi_value, length: sys::napi_value) -> Result<(u64, u64)> {
+    Ok((convert::count(env.raw(), offset, "offset")?, convert::count(env.raw(), length, "length")?))
 }
 
 pub struct ReadTask {
@@ -68,37 +112,29 @@ impl ValueReader {
 
     /// Up to `length` bytes from `offset` (at most 16 MiB per call; an empty
     /// Buffer at the end), read on the thread pool.
-    #[napi(ts_return_type = "Promise<Buffer>")]
-    pub fn read(&self, env: Env, offset: f64, length: f64) -> Result<AsyncTask<ReadTask>> {
-        let (offset, length) = (to_u64(&env, offset, "offset")?, to_u64(&env, length, "length")?);
-        Ok(AsyncTask::new(ReadTask { state: self.state.clone(), offset, length }))
+    #[napi(ts_args_type = "offset: number, length: number", ts_return_type = "Promise<Buffer>")]
+    pub fn read(&self, env: Env, offset: Raw, length: Raw) -> Result<Raw> {
+        if self.write.borrow().is_some() {
+            return Ok(Raw(js::settled(env.raw(), self.piece(&env, offset.0, length.0).map(|r| r.0))?));
+        }
+        let (offset, length) = match pieces(&env, offset.0, length.0) {
+            Ok(p) => p,
+            Err(e) => return Ok(Raw(js::settled(env.raw(), Err(e))?)),
+        };
+        let work = env.spawn(ReadTask { state: self.state.clone(), offset, length })?;
+        Ok(Raw(work.promise_object().raw()))
     }
 
     /// `read` on the calling thread.
-    #[napi(ts_return_type = "Buffer")]
-    pub fn read_sync(&self, env: Env, offset: f64, length: f64) -> Result<Raw> {
-        let (offset, length) = (to_u64(&env, offset, "offset")?, to_u64(&env, length, "length")?);
-        let bytes = read_piece(&self.state, offset, length).or_throw(&env)?;
-        Ok(Raw(js::buffer_copy(env.raw(), &bytes)?))
+    #[napi(ts_args_type = "offset: number, length: number", ts_return_type = "Buffer")]
+    pub fn read_sync(&self, env: Env, offset: Raw, length: Raw) -> Result<Raw> {
+        self.piece(&env, offset.0, length.0)
     }
 
     /// Releases the snapshot.
     #[napi]
     pub fn close(&self) {
         lock(&self.state).take();
-    }
-}
-
-#[napi]
-impl Tree {
-    /// Opens the value under `key` for reading in pieces; `NOT_FOUND` when
-    /// the key does not exist. `createReadStream` is built on this.
-    #[napi(ts_args_type = "key: Key")]
-    pub fn open_value(&self, env: Env, key: Bytes) -> Result<ValueReader> {
-        let txn = self.inner.with_snap(&env, |t| Ok(t.clone()))?;
-        match OwnedValue::open(txn, &key).or_throw(&env)? {
-            Some(v) => Ok(ValueReader { len: v.len(), state: Arc::new(Mutex::new(Some(v))) }),
-            None => Err(error::to_napi(env.raw(), &bale::Error::new(ErrorKind::NotFound, "no value under this key"))),
-        }
+        self.write.borrow_mut().take();
     }
 }
