@@ -2,6 +2,58 @@
 /* eslint-disable */
 import type { Readable, Writable } from 'node:stream'
 
+/**
+ * The code of every error bale raises, the core's stable codes
+ * (`errorCodes()` lists them at run time, in this order).
+ */
+export type ErrorCode =
+  | 'NOT_FOUND'
+  | 'CORRUPT'
+  | 'CHECKSUM_MISMATCH'
+  | 'UNSUPPORTED_VERSION'
+  | 'NOT_A_BALE_FILE'
+  | 'LOCKED'
+  | 'INVALID_ARGUMENT'
+  | 'TOO_LARGE'
+  | 'CONFLICT'
+  | 'CLOSED'
+  | 'IO'
+
+/**
+ * What every call of this package throws or rejects with (errors thrown
+ * by your own transaction callbacks pass through unchanged): an `Error`
+ * whose `code` says what went wrong, with `page` set when it names a page.
+ */
+export interface BaleError extends Error {
+  code: ErrorCode
+  page?: number
+}
+
+/**
+ * How to open a store; every field is optional, and `undefined` or `null`
+ * keep the default. Any other name is refused with `INVALID_ARGUMENT`.
+ */
+export interface OpenOptions {
+  /** Create the file when it does not exist (default false). */
+  create?: boolean | null
+  /** Open for reading only; writes fail with `INVALID_ARGUMENT`. */
+  readonly?: boolean | null
+  /** Page size of a new file: a power of two from 4096 to 65536 (default 4096). */
+  pageSize?: number | null
+  /**
+   * Commits are durable when they resolve (default true). With false, a
+   * crash may lose the last commit, never corrupt the file.
+   */
+  durable?: boolean | null
+  /**
+   * Read through a memory map (default true). Turn it off for files that
+   * another program may truncate.
+   */
+  mmap?: boolean | null
+  /** Wait for another process's writer instead of failing with `LOCKED`. */
+  wait?: boolean | null
+}
+
 /** A key as every call accepts it: bytes, or a string (stored as UTF-8). */
 export type Key = Buffer | Uint8Array | ArrayBuffer | string
 /** A value as every call accepts it: bytes, or a string (stored as UTF-8). */

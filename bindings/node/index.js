@@ -210,18 +210,30 @@ Range.prototype[Symbol.asyncIterator] = function () {
   return new AsyncBatchIterator(this, this[MODE] === ENTRIES)
 }
 
+const invalid = (message) => errorForCode('INVALID_ARGUMENT', message)
+const isBytes = (v) => ArrayBuffer.isView(v) || v instanceof ArrayBuffer
+const describe = (v) =>
+  v === null || v === undefined ? String(v) : typeof v === 'object' ? (isBytes(v) ? 'bytes' : 'an object') : `a ${typeof v}`
+
+// An options argument: an object, or `undefined`/`null` for none.
+function optionsOf(options, what) {
+  if (options === undefined || options === null) return {}
+  if (typeof options !== 'object' || isBytes(options)) throw invalid(`${what} must be an object, not ${describe(options)}`)
+  return options
+}
+
+// A count option; `undefined` and `null` leave it out.
 function offsetOption(v, name) {
-  if (v === undefined) return undefined
-  if (!Number.isSafeInteger(v) || v < 0) {
-    throw errorForCode('INVALID_ARGUMENT', `${name} must be a non-negative integer`)
-  }
+  if (v === undefined || v === null) return undefined
+  if (!Number.isSafeInteger(v) || v < 0) throw invalid(`${name} must be a non-negative integer, not ${describe(v)}`)
   return v
 }
 
 // Reads the value in pieces on the thread pool: memory stays at about one
 // piece (highWaterMark) whatever the value's size.
-Tree.prototype.createReadStream = function createReadStream(key, options = {}) {
+Tree.prototype.createReadStream = function createReadStream(key, options) {
   const tree = this
+  options = optionsOf(options, 'read stream options')
   const hwm = offsetOption(options.highWaterMark, 'highWaterMark') || 1 << 20
   const start = offsetOption(options.start, 'start') ?? 0
   const last = offsetOption(options.end, 'end')
@@ -265,9 +277,16 @@ Tree.prototype.createReadStream = function createReadStream(key, options = {}) {
   })
 }
 
+// A file-system error of the temporary file as an IO error, the original as its cause.
+function ioError(err, what) {
+  const e = errorForCode('IO', `${what}: ${err.message}`)
+  e.cause = err
+  return e
+}
+
 function writeAll(fd, chunk, cb) {
   fs.write(fd, chunk, 0, chunk.length, null, (err, n) => {
-    if (err) return cb(err)
+    if (err) return cb(ioError(err, 'cannot write the temporary file'))
     if (n < chunk.length) return writeAll(fd, chunk.subarray(n), cb)
     cb()
   })
@@ -276,22 +295,29 @@ function writeAll(fd, chunk, cb) {
 // Buffers the bytes in a temporary file beside the store (not in memory and
 // not in a tmpfs), then streams that file into one commit on the thread
 // pool: 'finish' is emitted once the value is durable.
-Tree.prototype.writeStream = function writeStream(key, options = {}) {
+Tree.prototype.writeStream = function writeStream(key, options) {
   const tree = this
+  options = optionsOf(options, 'write stream options')
+  if (typeof key !== 'string' && !isBytes(key)) {
+    throw invalid(`the key must be a Buffer, a Uint8Array (or other view), an ArrayBuffer or a string, not ${describe(key)}`)
+  }
+  // A copy: the bytes are written later, and a view could change meanwhile.
   const k = typeof key === 'string' ? key : Buffer.from(ArrayBuffer.isView(key) ? Buffer.from(key.buffer, key.byteOffset, key.byteLength) : key)
   const dir = options.tmpDir ?? path.dirname(tree.path)
+  if (typeof dir !== 'string') throw invalid(`tmpDir must be a string, not ${describe(dir)}`)
+  const highWaterMark = offsetOption(options.highWaterMark, 'highWaterMark')
   const tmp = path.join(dir, `.${path.basename(tree.path)}.${process.pid}.${crypto.randomBytes(6).toString('hex')}.bale-tmp`)
   let fd = null
   const removeTmp = (then) => fs.unlink(tmp, () => then())
   return new Writable({
-    highWaterMark: options.highWaterMark,
+    highWaterMark,
     construct(cb) {
       if (tree.closed) return cb(errorForCode('CLOSED', 'the store was closed; open it again'))
       if (tree.readonly) {
         return cb(errorForCode('INVALID_ARGUMENT', 'store was opened read-only; open it writable to write'))
       }
       fs.open(tmp, 'wx', 0o600, (err, f) => {
-        if (err) return cb(err)
+        if (err) return cb(ioError(err, 'cannot create the temporary file'))
         fd = f
         cb()
       })
@@ -303,7 +329,7 @@ Tree.prototype.writeStream = function writeStream(key, options = {}) {
       const f = fd
       fd = null
       fs.close(f, (err) => {
-        if (err) return removeTmp(() => cb(err))
+        if (err) return removeTmp(() => cb(ioError(err, 'cannot write the temporary file')))
         tree.putFile(k, tmp).then(
           () => removeTmp(() => cb()),
           (e) => removeTmp(() => cb(e)),

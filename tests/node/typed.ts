@@ -17,6 +17,8 @@ import {
   type CheckReport,
   type CompactReport,
   type Key,
+  type ErrorCode,
+  type BaleError,
 } from '../../bindings/node'
 
 async function main(path: string): Promise<void> {
@@ -67,15 +69,23 @@ async function main(path: string): Promise<void> {
   const ck: CheckReport = tree.check()
   const cr: CompactReport = await tree.compact()
   const cr2: CompactReport = tree.compactSync()
-  const codes: string[] = errorCodes()
-  const e: Error & { code: string } = errorForCode('CORRUPT')
+  const codes: ErrorCode[] = errorCodes()
+  const e: BaleError = errorForCode('CORRUPT')
+  const ec: ErrorCode = e.code
+  // @ts-expect-error: not one of bale's codes
+  const notACode: ErrorCode = 'StringExpected'
+  try {
+    tree.get('k')
+  } catch (err) {
+    if ((err as BaleError).code === 'NOT_FOUND') void err
+  }
   const fv: number = formatVersion() + tree.formatVersion + tree.pageSize + tree.maxKeyLength
   const k: Key = 'key'
   tree.refresh()
   tree.close()
   const closed: boolean = tree.closed
   void [v, h, many, len, part, n, existed, r, removed, s, bytes, first, rs, ws, piece, st.entries, ck.problems, cr.bytesAfter]
-  void [cr2, codes, e.code, fv, k, closed, tree.path, tree.readonly]
+  void [cr2, codes, e.code, ec, notACode, fv, k, closed, tree.path, tree.readonly]
 }
 
 void main

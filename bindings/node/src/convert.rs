@@ -182,7 +182,6 @@ pub fn count(env: sys::napi_env, v: sys::napi_value, what: &str) -> Result<u64> 
 }
 
 /// A string.
-#[allow(dead_code)] // used by the argument checks of the next change
 pub fn text(env: sys::napi_env, v: sys::napi_value, what: &str) -> Result<String> {
     match option_value(env, v)? {
         Some(OptionValue::Text(s)) => Ok(s),

@@ -84,7 +84,7 @@ pub fn from_io(e: std::io::Error) -> bale::Error {
 }
 
 /// Every error code the core defines (`ErrorKind::ALL`), in its order.
-#[napi]
+#[napi(ts_return_type = "ErrorCode[]")]
 pub fn error_codes() -> Vec<String> {
     ErrorKind::ALL.iter().map(|k| k.code().to_owned()).collect()
 }
@@ -93,8 +93,14 @@ pub fn error_codes() -> Vec<String> {
 /// `message`, or an example one), built by the same path as every other
 /// error; tests use it to prove each kind maps. An unknown code gives an
 /// `INVALID_ARGUMENT` error.
-#[napi(ts_return_type = "Error & { code: string }")]
-pub fn error_for_code(env: Env, code: String, message: Option<String>) -> Result<js::Raw> {
+#[napi(ts_args_type = "code: ErrorCode | string, message?: string | null", ts_return_type = "BaleError")]
+pub fn error_for_code(env: Env, code: js::Raw, message: js::Raw) -> Result<js::Raw> {
+    let raw = env.raw();
+    let code = crate::convert::text(raw, code.0, "code")?;
+    let message = match crate::convert::option_value(raw, message.0)? {
+        None => None,
+        Some(_) => Some(crate::convert::text(raw, message.0, "message")?),
+    };
     let e = match ErrorKind::ALL.iter().find(|k| k.code() == code) {
         Some(k) => bale::Error::new(*k, message.unwrap_or_else(|| format!("an example {code} error"))),
         None => invalid(format!("{code} is not an error code of this build")),

@@ -43,13 +43,14 @@ unsafe extern "C" fn put_sync(env: sys::napi_env, info: sys::napi_callback_info)
     }
 }
 
-/// `put(tree, key, value)`: queues the put and returns its promise.
+/// `put(tree, key, value)`: queues the put and returns its promise (a
+/// rejected one for bad arguments).
 unsafe extern "C" fn put(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     // SAFETY: called by Node with this callback's env and info.
     unsafe {
-        js::callback::<3>(env, info, |env, a, _| {
-            let (tree, key, value) = write_args::<Tree>(env, a, "Tree")?;
-            crate::txn::queue_put(env, &tree.inner, &key, &value).map(|p| p.0)
+        js::callback::<3>(env, info, |env, a, _| match write_args::<Tree>(env, a, "Tree") {
+            Ok((tree, key, value)) => crate::txn::queue_put(env, &tree.inner, &key, &value).map(|p| p.0),
+            Err(e) => js::settled(env.raw(), Err(e)),
         })
     }
 }

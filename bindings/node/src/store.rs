@@ -7,33 +7,57 @@ use std::collections::VecDeque;
 use std::rc::{Rc, Weak};
 use std::sync::{Arc, Condvar, Mutex};
 
+use bale::btree::OptionValue;
 use bale::{Options, ReadTxn, Store, WriteTxn};
-use napi::bindgen_prelude::Function;
-use napi::{Env, Result};
+use napi::{Env, Result, sys};
 use napi_derive::napi;
 
-use crate::convert::Bytes;
+use crate::convert::{self, Bytes};
 use crate::error::{self, OrThrow};
 use crate::js::{self, Raw};
-use crate::txn::{Active, Job, Txn};
+use crate::txn::{Active, Job};
 
-/// How to open a store. Every field is optional.
-#[napi(object, object_to_js = false)]
-pub struct OpenOptions {
-    /// Create the file when it does not exist (default false).
-    pub create: Option<bool>,
-    /// Open for reading only; writes fail with `INVALID_ARGUMENT`.
-    pub readonly: Option<bool>,
-    /// Page size of a new file: a power of two from 4096 to 65536 (default 4096).
-    pub page_size: Option<u32>,
-    /// Commits are durable when they resolve (default true). With false, a
-    /// crash may lose the last commit, never corrupt the file.
-    pub durable: Option<bool>,
-    /// Read through a memory map (default true). Turn it off for files that
-    /// another program may truncate.
-    pub mmap: Option<bool>,
-    /// Wait for another process's writer instead of failing with `LOCKED`.
-    pub wait: Option<bool>,
+/// The names `Tree.open` takes in its options, in the order messages list them.
+const OPEN_OPTIONS: [&str; 6] = ["create", "readonly", "pageSize", "durable", "mmap", "wait"];
+
+/// The open options as the core's `Options`: a field that is `undefined`
+/// or `null` keeps its default (see the README); an unknown name or a
+/// value of the wrong type is `INVALID_ARGUMENT`.
+fn open_options(env: &Env, o: sys::napi_value) -> Result<Options> {
+    let raw = env.raw();
+    let mut opts = Options::default();
+    match js::type_of(raw, o)? {
+        sys::ValueType::napi_undefined | sys::ValueType::napi_null => return Ok(opts),
+        sys::ValueType::napi_object if convert::bytes_of(raw, o)?.is_none() => {}
+        _ => return Err(convert::wrong(raw, "open options", "an object", o)),
+    }
+    for (name, v) in js::own_properties(raw, o)? {
+        let Some(value) = convert::option_value(raw, v)? else { continue };
+        let slot = match name.as_str() {
+            "create" => &mut opts.create,
+            "readonly" => &mut opts.readonly,
+            "durable" => &mut opts.durable,
+            "mmap" => &mut opts.mmap,
+            "wait" => &mut opts.wait_for_writer,
+            // Past u32 it is no page size either: the core refuses it.
+            "pageSize" => {
+                opts.page_size = u32::try_from(convert::count(raw, v, "pageSize")?).unwrap_or(u32::MAX);
+                continue;
+            }
+            _ => {
+                let known = OPEN_OPTIONS.join(", ");
+                return Err(error::to_napi(
+                    raw,
+                    &error::invalid(format!("unknown open option {name:?} (known: {known})")),
+                ));
+            }
+        };
+        match value {
+            OptionValue::Bool(b) => *slot = b,
+            _ => return Err(convert::wrong(raw, &name, "a boolean", v)),
+        }
+    }
+    Ok(opts)
 }
 
 /// Whether a commit of this handle is running on the thread pool. Sync
@@ -178,25 +202,10 @@ pub struct Tree {
 #[napi]
 impl Tree {
     /// Opens (with `create`, creates) the store file at `path`.
-    #[napi(factory)]
-    pub fn open(env: Env, path: String, options: Option<OpenOptions>) -> Result<Tree> {
-        let o = options.unwrap_or(OpenOptions {
-            create: None,
-            readonly: None,
-            page_size: None,
-            durable: None,
-            mmap: None,
-            wait: None,
-        });
-        let d = Options::default();
-        let opts = Options {
-            create: o.create.unwrap_or(d.create),
-            readonly: o.readonly.unwrap_or(d.readonly),
-            page_size: o.page_size.unwrap_or(d.page_size),
-            mmap: o.mmap.unwrap_or(d.mmap),
-            wait_for_writer: o.wait.unwrap_or(d.wait_for_writer),
-            durable: o.durable.unwrap_or(d.durable),
-        };
+    #[napi(factory, ts_args_type = "path: string, options?: OpenOptions | null")]
+    pub fn open(env: Env, path: Raw, options: Raw) -> Result<Tree> {
+        let path = convert::text(env.raw(), path.0, "path")?;
+        let opts = open_options(&env, options.0)?;
         let (readonly, wait) = (opts.readonly, opts.wait_for_writer);
         let store = Store::open(&path, opts).or_throw(&env)?;
         let inner = Rc::new_cyclic(|weak| Inner {
@@ -263,9 +272,17 @@ impl Tree {
 
     /// Stores every `[key, value]` pair in one commit, before returning.
     #[napi(ts_args_type = "entries: Array<[Key, Value]>")]
-    pub fn put_many_sync(&self, env: Env, entries: Vec<(Bytes, Bytes)>) -> Result<()> {
+    pub fn put_many_sync(&self, env: Env, entries: Raw) -> Result<()> {
+        let raw = env.raw();
+        let mut pairs = Vec::new();
+        for e in convert::items(raw, entries.0, "entries")? {
+            match convert::keys(raw, e, "an entry")?.as_slice() {
+                [k, v] => pairs.push((k.to_vec(), v.to_vec())),
+                _ => return Err(convert::wrong(raw, "an entry", "a [key, value] pair", e)),
+            }
+        }
         self.inner.write_sync(&env, |w| {
-            for (k, v) in &entries {
+            for (k, v) in &pairs {
                 w.put(k, v)?;
             }
             Ok(())
@@ -283,7 +300,8 @@ impl Tree {
     /// must be synchronous; `put`/`get` on the tree inside it act on the
     /// same transaction. Transactions do not nest.
     #[napi(ts_generic_types = "T", ts_args_type = "fn: (txn: Txn) => T", ts_return_type = "T")]
-    pub fn transaction_sync(&self, env: Env, f: Function<'_, Txn, Raw>) -> Result<Raw> {
+    pub fn transaction_sync(&self, env: Env, f: Raw) -> Result<Raw> {
+        let f = crate::txn::callback(&env, f)?;
         let inner = &self.inner;
         if inner.active.borrow().is_some() {
             return Err(error::to_napi(

@@ -17,11 +17,11 @@ use std::sync::Arc;
 use std::thread::ThreadId;
 
 use bale::{ErrorKind, Store, WriteTxn};
-use napi::bindgen_prelude::{Function, FunctionRef};
+use napi::bindgen_prelude::{FromNapiValue, Function, FunctionRef};
 use napi::{Env, Result, Task, sys};
 use napi_derive::napi;
 
-use crate::convert::Bytes;
+use crate::convert::{self, Bytes};
 use crate::error::{self, OrThrow};
 use crate::js::{self, Deferred, Raw, Ref};
 use crate::store::{Gate, Inner, Tree};
@@ -33,6 +33,15 @@ pub struct Active {
 
 pub fn ended() -> bale::Error {
     bale::Error::new(ErrorKind::Closed, "the transaction has ended (its callback returned)")
+}
+
+/// A transaction callback argument: a function, or `INVALID_ARGUMENT`.
+pub fn callback<'e>(env: &'e Env, f: Raw) -> Result<Function<'e, Txn, Raw>> {
+    if js::type_of(env.raw(), f.0)? != sys::ValueType::napi_function {
+        return Err(convert::wrong(env.raw(), "the transaction callback", "a function", f.0));
+    }
+    // SAFETY: f was just found to be a function of this call.
+    unsafe { Function::from_napi_value(env.raw(), f.0) }
 }
 
 /// Runs `f(txn)` with `w` as the handle's active transaction and returns
@@ -535,16 +544,21 @@ impl Inner {
 
 /// A promise already rejected with `err`.
 fn rejected(env: &Env, err: napi::Error) -> Result<Raw> {
-    let (d, p) = Deferred::new(env.raw())?;
-    // SAFETY: converting an error on the JS thread.
-    let v = unsafe { napi::bindgen_prelude::ToNapiValue::to_napi_value(env.raw(), err) }?;
-    d.reject(env.raw(), v);
-    Ok(Raw(p))
+    Ok(Raw(js::settled(env.raw(), Err(err))?))
+}
+
+/// The key argument of a queued write, checked like the key of `put`.
+fn queued_key<'a>(env: &Env, inner: &Inner, key: Raw) -> Result<Bytes<'a>> {
+    // SAFETY: key is an argument of the running call.
+    let k = unsafe { Bytes::from_napi_value(env.raw(), key.0) }?;
+    inner.check_open().or_throw(env)?;
+    inner.check_key(env, &k)?;
+    Ok(k)
 }
 
 /// `put`: joins the open batch; the promise is shared by the batch's puts.
 pub fn queue_put(env: &Env, inner: &Rc<Inner>, key: &[u8], value: &[u8]) -> Result<Raw> {
-    if let Err(e) = inner.check_open().or_throw(env).and_then(|_| inner.check_key(env, key)) {
+    if let Err(e) = inner.check_open().or_throw(env).and_then(|()| inner.check_key(env, key)) {
         return rejected(env, e);
     }
     inner.with_batch(env, |b| {
@@ -564,11 +578,12 @@ pub fn queue_put(env: &Env, inner: &Rc<Inner>, key: &[u8], value: &[u8]) -> Resu
 impl Tree {
     /// Removes `key`. Resolves to whether it existed, once the commit is durable.
     #[napi(ts_args_type = "key: Key", ts_return_type = "Promise<boolean>")]
-    pub fn delete(&self, env: Env, key: Bytes) -> Result<Raw> {
+    pub fn delete(&self, env: Env, key: Raw) -> Result<Raw> {
         let inner = &self.inner;
-        if let Err(e) = inner.check_open().or_throw(&env).and_then(|_| inner.check_key(&env, &key)) {
-            return rejected(&env, e);
-        }
+        let key = match queued_key(&env, inner, key) {
+            Ok(k) => k,
+            Err(e) => return rejected(&env, e),
+        };
         inner.with_batch(&env, |b| {
             b.push(Op::Delete, &key, &[]);
             let (d, p) = Deferred::new(env.raw())?;
@@ -583,11 +598,12 @@ impl Tree {
     /// rolls back and rejects with that error. The callback must be
     /// synchronous.
     #[napi(ts_generic_types = "T", ts_args_type = "fn: (txn: Txn) => T", ts_return_type = "Promise<T>")]
-    pub fn transaction(&self, env: Env, f: Function<'_, Txn, Raw>) -> Result<Raw> {
+    pub fn transaction(&self, env: Env, f: Raw) -> Result<Raw> {
         let inner = &self.inner;
-        if let Err(e) = inner.store().or_throw(&env) {
-            return rejected(&env, e);
-        }
+        let f = match inner.check_open().or_throw(&env).and_then(|()| callback(&env, f)) {
+            Ok(f) => f,
+            Err(e) => return rejected(&env, e),
+        };
         let (d, p) = Deferred::new(env.raw())?;
         inner.queue.borrow_mut().push_back(Job::Txn(f.create_ref()?, d));
         pump(inner, &env);
@@ -598,11 +614,13 @@ impl Tree {
     /// in bounded memory on the thread pool. Resolves to the value's length
     /// once durable. The file is left in place.
     #[napi(ts_args_type = "key: Key, path: string", ts_return_type = "Promise<number>")]
-    pub fn put_file(&self, env: Env, key: Bytes, path: String) -> Result<Raw> {
+    pub fn put_file(&self, env: Env, key: Raw, path: Raw) -> Result<Raw> {
         let inner = &self.inner;
-        if let Err(e) = inner.store().or_throw(&env).and_then(|_| inner.check_key(&env, &key)) {
-            return rejected(&env, e);
-        }
+        let (key, path) =
+            match queued_key(&env, inner, key).and_then(|k| Ok((k, convert::text(env.raw(), path.0, "path")?))) {
+                Ok(a) => a,
+                Err(e) => return rejected(&env, e),
+            };
         let (d, p) = Deferred::new(env.raw())?;
         inner.enqueue(&env, Job::File(key.into_vec(), PathBuf::from(path), d));
         Ok(Raw(p))
