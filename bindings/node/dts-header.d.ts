@@ -31,7 +31,8 @@ export interface BaleError extends Error {
 
 /**
  * How to open a store; every field is optional, and `undefined` or `null`
- * keep the default. Any other name is refused with `INVALID_ARGUMENT`.
+ * keep the default. Any other name is refused with `INVALID_ARGUMENT`
+ * (`open` also takes `keyEncoding` and `valueEncoding`).
  */
 export interface OpenOptions {
   /** Create the file when it does not exist (default false). */
@@ -54,118 +55,256 @@ export interface OpenOptions {
   wait?: boolean | null
 }
 
-/** A key as every call accepts it: bytes, or a string (stored as UTF-8). */
+/** A key as the 'binary' encoding takes it: bytes, or a string (stored as UTF-8). */
 export type Key = Buffer | Uint8Array | ArrayBuffer | string
-/** A value as every call accepts it: bytes, or a string (stored as UTF-8). */
+/** A value as the 'binary' encoding takes it: bytes, or a string (stored as UTF-8). */
 export type Value = Buffer | Uint8Array | ArrayBuffer | string
 
 /**
- * Options of `range()` and `keys()`; the rules are the core's `RangeRequest`
- * (core/src/btree/range_request.rs), the same in every bale package. Any
- * other option name is refused with `INVALID_ARGUMENT`; `undefined` and
- * `null` are the same as leaving an option out.
+ * How keys or values cross the boundary. `'binary'` (the default): Buffers
+ * out, bytes or strings (as UTF-8) in. `'utf8'`: strings. `'json'`: any
+ * JSON value, stored as its JSON text.
  */
-export interface RangeOptions {
-  /** Keys after this one (at most one of `gt`/`gte`). */
-  gt?: Key
-  /** Keys from this one on. */
-  gte?: Key
-  /** Keys before this one (at most one of `lt`/`lte`). */
-  lt?: Key
-  /** Keys up to and including this one. */
-  lte?: Key
-  /** Only keys starting with these bytes; intersected with the bounds. */
-  prefix?: Key
-  /** Descending order. */
-  reverse?: boolean
-  /** Skip this many entries first, counted in the direction of travel. */
-  offset?: number
-  /** Then yield at most this many (0: none). */
-  limit?: number
+export type Encoding = 'binary' | 'utf8' | 'json'
+/** What reads give under encoding `E`. */
+export type Decoded<E extends Encoding> = E extends 'utf8' ? string : E extends 'json' ? any : Buffer
+/** What writes take where reads give `T`: any bytes or a string for Buffers. */
+export type Encodable<T> = 0 extends 1 & T ? any : [T] extends [Buffer] ? Key : T
+/** What reads give under encoding `E` when a call names one, else `T`. */
+export type DecodedOr<E, T> = E extends Encoding ? Decoded<E> : T
+
+/**
+ * The encodings of one call (`undefined` and `null` keep the handle's);
+ * the handle's own come from `open`.
+ */
+export interface EncodingOptions<KE extends Encoding | undefined = undefined, VE extends Encoding | undefined = undefined> {
+  keyEncoding?: KE | null
+  valueEncoding?: VE | null
 }
+/** The options of a call that takes keys only (a `valueEncoding` is checked, then unused). */
+export type KeyEncodingOptions<KE extends Encoding | undefined> = EncodingOptions<KE, Encoding | undefined>
+
+/**
+ * Options of `range()`, `keys()` and `values()`; the rules are the core's
+ * `RangeRequest` (core/src/btree/range_request.rs), the same in every bale
+ * package. Any other option name is refused with `INVALID_ARGUMENT`;
+ * `undefined` and `null` are the same as leaving an option out.
+ */
+export interface RangeOptions<K = Key> {
+  /** Keys after this one (at most one of `gt`/`gte`), in the key encoding. */
+  gt?: K | null
+  /** Keys from this one on. */
+  gte?: K | null
+  /** Keys before this one (at most one of `lt`/`lte`). */
+  lt?: K | null
+  /** Keys up to and including this one. */
+  lte?: K | null
+  /**
+   * Only keys whose stored bytes start with these (never encoded: with
+   * 'json' keys, a prefix of their JSON text); intersected with the bounds.
+   */
+  prefix?: Key | null
+  /** Descending order. */
+  reverse?: boolean | null
+  /** Skip this many entries first, counted in the direction of travel. */
+  offset?: number | null
+  /** Then yield at most this many (0: none). */
+  limit?: number | null
+}
+/** Range options with the call's encodings, bounds typed by the key encoding. */
+export type RangeCallOptions<K, KE extends Encoding | undefined, VE extends Encoding | undefined> =
+  RangeOptions<Encodable<DecodedOr<KE, K>>> & EncodingOptions<KE, VE>
 
 export interface ReadStreamOptions {
   /** First byte to read (default 0). */
-  start?: number
+  start?: number | null
   /** Last byte to read, inclusive (default: the end of the value). */
-  end?: number
+  end?: number | null
   /** Bytes per read (default 1 MiB). */
-  highWaterMark?: number
+  highWaterMark?: number | null
 }
 
 export interface WriteStreamOptions {
   /** Directory of the temporary file (default: the store's directory). */
-  tmpDir?: string
-  highWaterMark?: number
+  tmpDir?: string | null
+  highWaterMark?: number | null
 }
 
 /**
- * The reads of a `Tree` and of a `Txn` (index.js puts them on both). On a
- * Tree they read this turn's snapshot, or inside a transaction callback
- * that transaction; on a Txn its transaction, its own writes included.
+ * The reads of a `Tree` and of a `Txn` (index.js puts them on both), with
+ * keys and values as the encodings give them. On a Tree they read this
+ * turn's snapshot, or inside a transaction callback that transaction; on a
+ * Txn its transaction, its own writes included.
  */
-export interface Reads {
+export interface Reads<K = Buffer, V = Buffer> {
   /** The value under `key` (a copy owned by JS), or `undefined`. */
-  get(key: Key): Buffer | undefined
+  get<KE extends Encoding | undefined = undefined, VE extends Encoding | undefined = undefined>(
+    key: Encodable<DecodedOr<KE, K>>,
+    options?: EncodingOptions<KE, VE> | null,
+  ): DecodedOr<VE, V> | undefined
   /** Whether `key` exists. */
-  has(key: Key): boolean
+  has<KE extends Encoding | undefined = undefined>(key: Encodable<DecodedOr<KE, K>>, options?: KeyEncodingOptions<KE> | null): boolean
   /** The values of several keys (`undefined` where missing), read together. */
-  getMany(keys: Key[]): Array<Buffer | undefined>
+  getMany<KE extends Encoding | undefined = undefined, VE extends Encoding | undefined = undefined>(
+    keys: Array<Encodable<DecodedOr<KE, K>>>,
+    options?: EncodingOptions<KE, VE> | null,
+  ): Array<DecodedOr<VE, V> | undefined>
   /** The length in bytes of the value under `key`, or `undefined`. */
-  valueLength(key: Key): number | undefined
+  valueLength<KE extends Encoding | undefined = undefined>(
+    key: Encodable<DecodedOr<KE, K>>,
+    options?: KeyEncodingOptions<KE> | null,
+  ): number | undefined
   /**
-   * `length` bytes of the value under `key` from `offset` (fewer at its
-   * end), reading only the blocks that hold them; `undefined` when the
-   * key does not exist.
+   * `length` bytes of the stored value under `key` from `offset` (fewer at
+   * its end), reading only the blocks that hold them; `undefined` when the
+   * key does not exist. Bytes whatever the value encoding.
    */
-  readRange(key: Key, offset: number, length: number): Buffer | undefined
+  readRange<KE extends Encoding | undefined = undefined>(
+    key: Encodable<DecodedOr<KE, K>>,
+    offset: number,
+    length: number,
+    options?: KeyEncodingOptions<KE> | null,
+  ): Buffer | undefined
   /** The number of keys. */
   count(): number
   /** Entries within the bounds, in key order (or reversed). Values are read whole. */
-  range(options?: RangeOptions | null): Range
+  range<KE extends Encoding | undefined = undefined, VE extends Encoding | undefined = undefined>(
+    options?: RangeCallOptions<K, KE, VE> | null,
+  ): Range<DecodedOr<KE, K>, DecodedOr<VE, V>>
   /** Keys within the bounds. */
-  keys(options?: RangeOptions | null): KeyRange
+  keys<KE extends Encoding | undefined = undefined>(
+    options?: RangeCallOptions<K, KE, Encoding | undefined> | null,
+  ): KeyRange<DecodedOr<KE, K>>
   /** Values within the bounds. */
-  values(options?: RangeOptions | null): ValueRange
+  values<KE extends Encoding | undefined = undefined, VE extends Encoding | undefined = undefined>(
+    options?: RangeCallOptions<K, KE, VE> | null,
+  ): ValueRange<DecodedOr<VE, V>>
   /**
-   * Opens the value under `key` for reading in pieces; `NOT_FOUND` when
-   * the key does not exist. `createReadStream` is built on this. Inside a
-   * transaction callback it reads that transaction, until the callback
-   * returns (`CLOSED` after).
+   * Opens the stored value under `key` for reading in pieces (bytes);
+   * `NOT_FOUND` when the key does not exist. `createReadStream` is built
+   * on this. Inside a transaction callback it reads that transaction,
+   * until the callback returns (`CLOSED` after).
    */
-  openValue(key: Key): ValueReader
+  openValue<KE extends Encoding | undefined = undefined>(
+    key: Encodable<DecodedOr<KE, K>>,
+    options?: KeyEncodingOptions<KE> | null,
+  ): ValueReader
 }
 
-/* Methods index.js puts on the native classes. */
-export interface Tree extends Reads {
+/**
+ * Methods index.js puts on the native classes, with the class's type
+ * parameters: the types of keys and values as reads give them (Buffer for
+ * 'binary', string for 'utf8', any for 'json'), set by the encodings `open`
+ * was given.
+ */
+export interface Tree<K = Buffer, V = Buffer> extends Reads<K, V> {
   /**
    * Stores `value` under `key`. Resolves once the commit holding it is
    * durable. Puts and deletes issued together share one commit.
    */
-  put(key: Key, value: Value): Promise<void>
+  put<KE extends Encoding | undefined = undefined, VE extends Encoding | undefined = undefined>(
+    key: Encodable<DecodedOr<KE, K>>,
+    value: Encodable<DecodedOr<VE, V>>,
+    options?: EncodingOptions<KE, VE> | null,
+  ): Promise<void>
   /**
    * Stores `value` under `key` and commits before returning (inside a
    * transaction callback: writes into that transaction).
    */
-  putSync(key: Key, value: Value): void
-  /** The value under `key` as a stream (read on the thread pool in bounded memory); errors with `NOT_FOUND` when missing. */
-  createReadStream(key: Key, options?: ReadStreamOptions): Readable
+  putSync<KE extends Encoding | undefined = undefined, VE extends Encoding | undefined = undefined>(
+    key: Encodable<DecodedOr<KE, K>>,
+    value: Encodable<DecodedOr<VE, V>>,
+    options?: EncodingOptions<KE, VE> | null,
+  ): void
+  /** Stores every `[key, value]` pair in one commit, before returning. */
+  putManySync<KE extends Encoding | undefined = undefined, VE extends Encoding | undefined = undefined>(
+    entries: Array<[Encodable<DecodedOr<KE, K>>, Encodable<DecodedOr<VE, V>>]>,
+    options?: EncodingOptions<KE, VE> | null,
+  ): void
+  /** Removes `key`. Resolves to whether it existed, once the commit is durable. */
+  delete<KE extends Encoding | undefined = undefined>(key: Encodable<DecodedOr<KE, K>>, options?: KeyEncodingOptions<KE> | null): Promise<boolean>
+  /** Removes `key` and commits before returning; true when it existed. */
+  deleteSync<KE extends Encoding | undefined = undefined>(key: Encodable<DecodedOr<KE, K>>, options?: KeyEncodingOptions<KE> | null): boolean
+  /**
+   * Stores the contents of the file at `path` under `key`, streaming it
+   * in bounded memory on the thread pool. Resolves to the value's length
+   * once durable. The file is left in place.
+   */
+  putFile<KE extends Encoding | undefined = undefined>(
+    key: Encodable<DecodedOr<KE, K>>,
+    path: string,
+    options?: KeyEncodingOptions<KE> | null,
+  ): Promise<number>
+  /**
+   * Runs `fn(txn)` in a write transaction once the writes queued before
+   * it have committed (at once when none are), then commits on the
+   * thread pool; resolves to the callback's result once durable. A throw
+   * rolls back and rejects with that error. The callback must be
+   * synchronous. Every read of the tree inside it sees the transaction.
+   */
+  transaction<T>(fn: (txn: Txn<K, V>) => T): Promise<T>
+  /**
+   * Runs `fn(txn)` in a write transaction and commits before returning
+   * the callback's result. A throw rolls everything back. The callback
+   * must be synchronous; reads and `*Sync` writes of the tree inside it
+   * act on the same transaction. Transactions do not nest.
+   */
+  transactionSync<T>(fn: (txn: Txn<K, V>) => T): T
+  /** The stored value under `key` as a stream of bytes (read on the thread pool in bounded memory); errors with `NOT_FOUND` when missing. */
+  createReadStream<KE extends Encoding | undefined = undefined>(
+    key: Encodable<DecodedOr<KE, K>>,
+    options?: (ReadStreamOptions & KeyEncodingOptions<KE>) | null,
+  ): Readable
   /** A stream whose bytes become the value under `key`; 'finish' is emitted once the commit is durable. Buffers into a temporary file beside the store, so memory stays bounded. */
-  writeStream(key: Key, options?: WriteStreamOptions): Writable
+  writeStream<KE extends Encoding | undefined = undefined>(
+    key: Encodable<DecodedOr<KE, K>>,
+    options?: (WriteStreamOptions & KeyEncodingOptions<KE>) | null,
+  ): Writable
 }
-export interface Txn extends Reads {
+export declare namespace Tree {
+  /**
+   * Opens (with `create`, creates) the store file at `path`;
+   * `keyEncoding` and `valueEncoding` set the handle's encodings (default
+   * 'binary').
+   */
+  function open<KE extends Encoding = 'binary', VE extends Encoding = 'binary'>(
+    path: string,
+    options?: (OpenOptions & EncodingOptions<KE, VE>) | null,
+  ): Tree<Decoded<KE>, Decoded<VE>>
+}
+/** `Tree.open`. */
+export declare function open<KE extends Encoding = 'binary', VE extends Encoding = 'binary'>(
+  path: string,
+  options?: (OpenOptions & EncodingOptions<KE, VE>) | null,
+): Tree<Decoded<KE>, Decoded<VE>>
+
+/** The write transaction of a callback, with its tree's encodings. */
+export interface Txn<K = Buffer, V = Buffer> extends Reads<K, V> {
   /** Stores `value` under `key` in this transaction. */
-  put(key: Key, value: Value): void
+  put<KE extends Encoding | undefined = undefined, VE extends Encoding | undefined = undefined>(
+    key: Encodable<DecodedOr<KE, K>>,
+    value: Encodable<DecodedOr<VE, V>>,
+    options?: EncodingOptions<KE, VE> | null,
+  ): void
+  /** Removes `key`; true when it existed. */
+  delete<KE extends Encoding | undefined = undefined>(key: Encodable<DecodedOr<KE, K>>, options?: KeyEncodingOptions<KE> | null): boolean
 }
-export interface Range extends Iterable<[Buffer, Buffer]>, AsyncIterable<[Buffer, Buffer]> {}
+/** The entries of a range: `[key, value]` pairs. */
+export interface Range<K = Buffer, V = Buffer> extends Iterable<[K, V]>, AsyncIterable<[K, V]> {
+  /** The rest of the range in an array, read now. */
+  toArray(): Array<[K, V]>
+}
 /** The keys of a range (a `Range` that yields keys only). */
-export interface KeyRange extends Iterable<Buffer>, AsyncIterable<Buffer> {
+export interface KeyRange<K = Buffer> extends Iterable<K>, AsyncIterable<K> {
+  /** The rest of the range in an array, read now. */
+  toArray(): K[]
   /** Ends the range and releases its snapshot. */
   close(): void
 }
 /** The values of a range (a `Range` that yields values only). */
-export interface ValueRange extends Iterable<Buffer>, AsyncIterable<Buffer> {
+export interface ValueRange<V = Buffer> extends Iterable<V>, AsyncIterable<V> {
+  /** The rest of the range in an array, read now. */
+  toArray(): V[]
   /** Ends the range and releases its snapshot. */
   close(): void
 }
-

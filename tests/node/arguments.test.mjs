@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import { Writable, Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { Tree, errorCodes, errorForCode, formatVersion } from '../../bindings/node/index.js'
+import { Tree, open, errorCodes, errorForCode, formatVersion } from '../../bindings/node/index.js'
 import { tmpDir, tmpStore } from './helpers/tmp.mjs'
 
 const dir = tmpDir('arguments')
@@ -36,6 +36,7 @@ const ACCEPTS = {
   options: isOptions,
   string: (v) => typeof v === 'string',
   optString: (v) => absent(v) || typeof v === 'string',
+  encoding: (v) => absent(v) || ['binary', 'utf8', 'json'].includes(v),
   fn: (v) => typeof v === 'function',
   keys: (v) => Array.isArray(v) && v.every(isKey),
   entries: (v) => Array.isArray(v) && v.every((e) => Array.isArray(e) && e.length === 2 && e.every(isKey)),
@@ -89,6 +90,12 @@ const TREE_ROWS = [
   ['ValueReader.read offset', 'count', true, (t, a) => t.openValue('big').read(arg(a), 1)],
   ['ValueReader.readSync length', 'count', false, (t, a) => call1((x) => t.openValue('big').readSync(0, x), a)],
   ['Range.close', 'ignored', false, (t, a) => call1((x) => t.range().close(x), a)],
+  ['get options', 'options', false, (t, a) => call1((x) => t.get('k', x), a)],
+  ['get valueEncoding', 'encoding', false, (t, a) => t.get('k', { valueEncoding: arg(a) })],
+  ['put options', 'options', true, (t, a) => call1((x) => t.put('k', 'v', x), a)],
+  ['delete keyEncoding', 'encoding', true, (t, a) => t.delete('k', { keyEncoding: arg(a) })],
+  ['range keyEncoding', 'encoding', false, (t, a) => t.range({ keyEncoding: arg(a) }).toArray()],
+  ['createReadStream keyEncoding', 'encoding', false, (t, a) => drain(t.createReadStream('big', { keyEncoding: arg(a) }))],
 ]
 // The same on the txn of a transaction callback (sync calls only).
 const TXN_ROWS = [
@@ -97,10 +104,13 @@ const TXN_ROWS = [
   ['readRange offset', 'count', (x, a) => x.readRange('k', arg(a), 1)],
   ['put key', 'key', (x, a) => x.put(arg(a), 'v')],
   ['put value', 'key', (x, a) => call1((v) => x.put('k', v), a)],
+  ['put options', 'options', (x, a) => call1((v) => x.put('k', 'v', v), a)],
+  ['get valueEncoding', 'encoding', (x, a) => x.get('k', { valueEncoding: arg(a) })],
 ]
 const MODULE_ROWS = [
   ['Tree.open path', 'string', (a) => call1((x) => Tree.open(x), a).close()],
   ['Tree.open options', 'options', (a) => call1((x) => Tree.open(existing, x), a).close()],
+  ['open keyEncoding', 'encoding', (a) => open(existing, { keyEncoding: arg(a) }).close()],
   ['errorForCode code', 'string', (a) => call1((x) => errorForCode(x), a)],
   ['errorForCode message', 'optString', (a) => call1((x) => errorForCode('IO', x), a)],
   ['errorCodes', 'ignored', (a) => call1((x) => errorCodes(x), a)],

@@ -100,14 +100,13 @@ describe('reads inside a transaction callback see the transaction', () => {
 
   test('async iteration of a range made in a callback', async () => {
     const t = seeded()
-    let it
+    let next
     t.transactionSync((txn) => {
       txn.put('c', '3')
-      it = txn.keys()[Symbol.asyncIterator]()
       // The first batch is read while the transaction is open.
-      it.first = it.next()
+      next = txn.keys()[Symbol.asyncIterator]().next()
     })
-    const first = await it.first
+    const first = await next
     assert.equal(str(first.value), 'a')
     t.close()
   })

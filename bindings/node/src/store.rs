@@ -201,8 +201,9 @@ pub struct Tree {
 
 #[napi]
 impl Tree {
-    /// Opens (with `create`, creates) the store file at `path`.
-    #[napi(factory, ts_args_type = "path: string, options?: OpenOptions | null")]
+    /// Opens (with `create`, creates) the store file at `path`; index.js
+    /// wraps it as `Tree.open` and `open` (which take the encodings).
+    #[napi(factory, js_name = "_open", skip_typescript)]
     pub fn open(env: Env, path: Raw, options: Raw) -> Result<Tree> {
         let path = convert::text(env.raw(), path.0, "path")?;
         let opts = open_options(&env, options.0)?;
@@ -271,7 +272,7 @@ impl Tree {
     }
 
     /// Stores every `[key, value]` pair in one commit, before returning.
-    #[napi(ts_args_type = "entries: Array<[Key, Value]>")]
+    #[napi(skip_typescript)]
     pub fn put_many_sync(&self, env: Env, entries: Raw) -> Result<()> {
         let raw = env.raw();
         let mut pairs = Vec::new();
@@ -290,7 +291,7 @@ impl Tree {
     }
 
     /// Removes `key` and commits before returning; true when it existed.
-    #[napi(ts_args_type = "key: Key")]
+    #[napi(skip_typescript)]
     pub fn delete_sync(&self, env: Env, key: Bytes) -> Result<bool> {
         self.inner.write_sync(&env, |w| w.delete(&key))
     }
@@ -299,7 +300,7 @@ impl Tree {
     /// the callback's result. A throw rolls everything back. The callback
     /// must be synchronous; `put`/`get` on the tree inside it act on the
     /// same transaction. Transactions do not nest.
-    #[napi(ts_generic_types = "T", ts_args_type = "fn: (txn: Txn) => T", ts_return_type = "T")]
+    #[napi(skip_typescript)]
     pub fn transaction_sync(&self, env: Env, f: Raw) -> Result<Raw> {
         let f = crate::txn::callback(&env, f)?;
         let inner = &self.inner;

@@ -92,7 +92,7 @@ impl Txn {
 #[napi]
 impl Txn {
     /// Removes `key`; true when it existed.
-    #[napi(ts_args_type = "key: Key")]
+    #[napi(skip_typescript)]
     pub fn delete(&self, env: Env, key: Bytes) -> Result<bool> {
         self.with(&env, |w| w.delete(&key).or_throw(&env))
     }
@@ -577,7 +577,7 @@ pub fn queue_put(env: &Env, inner: &Rc<Inner>, key: &[u8], value: &[u8]) -> Resu
 #[napi]
 impl Tree {
     /// Removes `key`. Resolves to whether it existed, once the commit is durable.
-    #[napi(ts_args_type = "key: Key", ts_return_type = "Promise<boolean>")]
+    #[napi(skip_typescript)]
     pub fn delete(&self, env: Env, key: Raw) -> Result<Raw> {
         let inner = &self.inner;
         let key = match queued_key(&env, inner, key) {
@@ -597,7 +597,7 @@ impl Tree {
     /// thread pool; resolves to the callback's result once durable. A throw
     /// rolls back and rejects with that error. The callback must be
     /// synchronous.
-    #[napi(ts_generic_types = "T", ts_args_type = "fn: (txn: Txn) => T", ts_return_type = "Promise<T>")]
+    #[napi(skip_typescript)]
     pub fn transaction(&self, env: Env, f: Raw) -> Result<Raw> {
         let inner = &self.inner;
         let f = match inner.check_open().or_throw(&env).and_then(|()| callback(&env, f)) {
@@ -613,7 +613,7 @@ impl Tree {
     /// Stores the contents of the file at `path` under `key`, streaming it
     /// in bounded memory on the thread pool. Resolves to the value's length
     /// once durable. The file is left in place.
-    #[napi(ts_args_type = "key: Key, path: string", ts_return_type = "Promise<number>")]
+    #[napi(skip_typescript)]
     pub fn put_file(&self, env: Env, key: Raw, path: Raw) -> Result<Raw> {
         let inner = &self.inner;
         let (key, path) =
