@@ -319,6 +319,34 @@ describe('ranges', () => {
     assert.deepEqual([...t.keys({ offset: 300 })], [])
   })
 
+  test('values() and toArray() agree with the model, offset included', async () => {
+    const opts = [{}, { prefix: '1', reverse: true, offset: 5, limit: 3 }, { gte: '290', offset: 8 }, { offset: 300 },
+      { gt: '100', lt: '110', offset: 2, limit: 0 }, { lte: '005', reverse: true, offset: 1 }]
+    for (const o of opts) {
+      const want = model(o)
+      const what = JSON.stringify(o)
+      assert.deepEqual(t.values(o).toArray().map(str), want.map((k) => `v${k}`), what)
+      assert.deepEqual(t.keys(o).toArray().map(str), want, what)
+      assert.deepEqual(t.range(o).toArray().map(([k, v]) => [str(k), str(v)]), want.map((k) => [k, `v${k}`]), what)
+      const values = []
+      for await (const v of t.values(o)) values.push(str(v))
+      assert.deepEqual(values, want.map((k) => `v${k}`), what)
+    }
+    // A range is read once: what toArray took is gone.
+    const r = t.values({ prefix: '29' })
+    assert.equal(r.toArray().length, 10)
+    assert.deepEqual(r.toArray(), [])
+    // Values of every size, a large one alone in its batch.
+    const u = fresh()
+    const big = crypto.randomBytes(300_000)
+    u.putManySync([['a', 'x'], ['b', big], ['c', ''], ['d', 'y']])
+    const got = u.values().toArray()
+    assert.deepEqual(got.map((v) => v.length), [1, big.length, 0, 1])
+    assert.ok(got[1].equals(big))
+    assert.deepEqual(u.values({ reverse: true, offset: 1, limit: 2 }).toArray().map((v) => v.length), [0, big.length])
+    u.close()
+  })
+
   test('async iteration, early exit and batch boundaries', async () => {
     const got = []
     for await (const [k, v] of t.range({ gte: '100', reverse: true })) got.push([str(k), str(v)])
