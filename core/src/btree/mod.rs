@@ -1,5 +1,6 @@
 //! The tree store: a crash-safe, copy-on-write B+-tree in one file.
 
+mod batch;
 mod check;
 mod compact;
 mod cursor;
@@ -20,6 +21,7 @@ mod value;
 mod walk;
 mod write;
 
+pub use batch::{BatchOp, WriteBatch, check_key};
 pub use check::{CheckReport, Problem, check, check_txn};
 pub use compact::{CompactReport, compact_into};
 pub use stat::{Stat, stat};
