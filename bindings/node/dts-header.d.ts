@@ -115,6 +115,18 @@ export interface RangeOptions<K = Key> {
 export type RangeCallOptions<K, KE extends Encoding | undefined, VE extends Encoding | undefined> =
   RangeOptions<Encodable<DecodedOr<KE, K>>> & EncodingOptions<KE, VE>
 
+/** A call that takes a key and the call's encodings, and returns `R`. */
+export type KeyCall<K, R> = <KE extends Encoding | undefined = undefined>(
+  key: Encodable<DecodedOr<KE, K>>,
+  options?: KeyEncodingOptions<KE> | null,
+) => R
+/** A call that takes a key, a value and the call's encodings, and returns `R`. */
+export type PutCall<K, V, R> = <KE extends Encoding | undefined = undefined, VE extends Encoding | undefined = undefined>(
+  key: Encodable<DecodedOr<KE, K>>,
+  value: Encodable<DecodedOr<VE, V>>,
+  options?: EncodingOptions<KE, VE> | null,
+) => R
+
 export interface ReadStreamOptions {
   /** First byte to read (default 0). */
   start?: number | null
@@ -143,17 +155,14 @@ export interface Reads<K = Buffer, V = Buffer> {
     options?: EncodingOptions<KE, VE> | null,
   ): DecodedOr<VE, V> | undefined
   /** Whether `key` exists. */
-  has<KE extends Encoding | undefined = undefined>(key: Encodable<DecodedOr<KE, K>>, options?: KeyEncodingOptions<KE> | null): boolean
+  has: KeyCall<K, boolean>
   /** The values of several keys (`undefined` where missing), read together. */
   getMany<KE extends Encoding | undefined = undefined, VE extends Encoding | undefined = undefined>(
     keys: Array<Encodable<DecodedOr<KE, K>>>,
     options?: EncodingOptions<KE, VE> | null,
   ): Array<DecodedOr<VE, V> | undefined>
   /** The length in bytes of the value under `key`, or `undefined`. */
-  valueLength<KE extends Encoding | undefined = undefined>(
-    key: Encodable<DecodedOr<KE, K>>,
-    options?: KeyEncodingOptions<KE> | null,
-  ): number | undefined
+  valueLength: KeyCall<K, number | undefined>
   /**
    * `length` bytes of the stored value under `key` from `offset` (fewer at
    * its end), reading only the blocks that hold them; `undefined` when the
@@ -185,10 +194,7 @@ export interface Reads<K = Buffer, V = Buffer> {
    * on this. Inside a transaction callback it reads that transaction,
    * until the callback returns (`CLOSED` after).
    */
-  openValue<KE extends Encoding | undefined = undefined>(
-    key: Encodable<DecodedOr<KE, K>>,
-    options?: KeyEncodingOptions<KE> | null,
-  ): ValueReader
+  openValue: KeyCall<K, ValueReader>
 }
 
 /**
@@ -202,29 +208,40 @@ export interface Tree<K = Buffer, V = Buffer> extends Reads<K, V> {
    * Stores `value` under `key`. Resolves once the commit holding it is
    * durable. Puts and deletes issued together share one commit.
    */
-  put<KE extends Encoding | undefined = undefined, VE extends Encoding | undefined = undefined>(
-    key: Encodable<DecodedOr<KE, K>>,
-    value: Encodable<DecodedOr<VE, V>>,
-    options?: EncodingOptions<KE, VE> | null,
-  ): Promise<void>
+  put: PutCall<K, V, Promise<void>>
   /**
    * Stores `value` under `key` and commits before returning (inside a
    * transaction callback: writes into that transaction).
    */
-  putSync<KE extends Encoding | undefined = undefined, VE extends Encoding | undefined = undefined>(
-    key: Encodable<DecodedOr<KE, K>>,
-    value: Encodable<DecodedOr<VE, V>>,
-    options?: EncodingOptions<KE, VE> | null,
-  ): void
+  putSync: PutCall<K, V, void>
   /** Stores every `[key, value]` pair in one commit, before returning. */
   putManySync<KE extends Encoding | undefined = undefined, VE extends Encoding | undefined = undefined>(
     entries: Array<[Encodable<DecodedOr<KE, K>>, Encodable<DecodedOr<VE, V>>]>,
     options?: EncodingOptions<KE, VE> | null,
   ): void
+  /**
+   * Puts and deletes in one atomic commit, after the writes queued before
+   * it; resolves once durable. The operations are checked whole first: an
+   * invalid one rejects the batch with nothing written.
+   */
+  batch<KE extends Encoding | undefined = undefined, VE extends Encoding | undefined = undefined>(
+    ops: Array<BatchOperation<Encodable<DecodedOr<KE, K>>, Encodable<DecodedOr<VE, V>>>>,
+    options?: EncodingOptions<KE, VE> | null,
+  ): Promise<void>
+  /** A chained batch: `tree.batch().put(k, v).del(k).write()`. */
+  batch(): ChainedBatch<K, V>
+  /**
+   * `batch(ops)` committed before returning (inside a transaction
+   * callback: written into that transaction).
+   */
+  batchSync<KE extends Encoding | undefined = undefined, VE extends Encoding | undefined = undefined>(
+    ops: Array<BatchOperation<Encodable<DecodedOr<KE, K>>, Encodable<DecodedOr<VE, V>>>>,
+    options?: EncodingOptions<KE, VE> | null,
+  ): void
   /** Removes `key`. Resolves to whether it existed, once the commit is durable. */
-  delete<KE extends Encoding | undefined = undefined>(key: Encodable<DecodedOr<KE, K>>, options?: KeyEncodingOptions<KE> | null): Promise<boolean>
+  delete: KeyCall<K, Promise<boolean>>
   /** Removes `key` and commits before returning; true when it existed. */
-  deleteSync<KE extends Encoding | undefined = undefined>(key: Encodable<DecodedOr<KE, K>>, options?: KeyEncodingOptions<KE> | null): boolean
+  deleteSync: KeyCall<K, boolean>
   /**
    * Stores the contents of the file at `path` under `key`, streaming it
    * in bounded memory on the thread pool. Resolves to the value's length
@@ -278,16 +295,34 @@ export declare function open<KE extends Encoding = 'binary', VE extends Encoding
   options?: (OpenOptions & EncodingOptions<KE, VE>) | null,
 ): Tree<Decoded<KE>, Decoded<VE>>
 
+/** One operation of a batch (`del` deletes; any other field is refused). */
+export type BatchOperation<K = Key, V = Value> = { type: 'put'; key: K; value: V } | { type: 'del'; key: K }
+
+/**
+ * Operations added one by one (each encoded as it is added) and written in
+ * one atomic commit by `write()` or `writeSync()`; after that the batch is
+ * closed (`CLOSED`).
+ */
+export declare class ChainedBatch<K = Buffer, V = Buffer> {
+  private constructor()
+  put: PutCall<K, V, this>
+  del: KeyCall<K, this>
+  /** Drops the operations added so far. */
+  clear(): this
+  /** The number of operations. */
+  readonly length: number
+  /** Writes the operations in one commit; resolves once durable (see `Tree.batch`). */
+  write(): Promise<void>
+  /** Writes the operations in one commit before returning. */
+  writeSync(): void
+}
+
 /** The write transaction of a callback, with its tree's encodings. */
 export interface Txn<K = Buffer, V = Buffer> extends Reads<K, V> {
   /** Stores `value` under `key` in this transaction. */
-  put<KE extends Encoding | undefined = undefined, VE extends Encoding | undefined = undefined>(
-    key: Encodable<DecodedOr<KE, K>>,
-    value: Encodable<DecodedOr<VE, V>>,
-    options?: EncodingOptions<KE, VE> | null,
-  ): void
+  put: PutCall<K, V, void>
   /** Removes `key`; true when it existed. */
-  delete<KE extends Encoding | undefined = undefined>(key: Encodable<DecodedOr<KE, K>>, options?: KeyEncodingOptions<KE> | null): boolean
+  delete: KeyCall<K, boolean>
 }
 /** The entries of a range: `[key, value]` pairs. */
 export interface Range<K = Buffer, V = Buffer> extends Iterable<[K, V]>, AsyncIterable<[K, V]> {

@@ -11,6 +11,7 @@ const { ENC, DEFAULT, splitOptions } = require('./lib/encoding.js')
 const { addReads } = require('./lib/reads.js')
 const { addWrites } = require('./lib/writes.js')
 const { addStreams } = require('./lib/streams.js')
+const { addBatches, ChainedBatch } = require('./lib/batch.js')
 
 const { Tree, Range, Txn, ValueReader, errorCodes, errorForCode, formatVersion, __napiBindingTarget } = binding
 
@@ -19,6 +20,7 @@ addReads(Tree, reads.tree)
 addReads(Txn, reads.txn)
 addWrites()
 addStreams()
+addBatches()
 
 
 // Opens (with `create`, creates) the store file at `path`; `keyEncoding`
@@ -36,6 +38,7 @@ module.exports = {
   Tree,
   Range,
   Txn,
+  ChainedBatch,
   ValueReader,
   errorCodes,
   errorForCode,

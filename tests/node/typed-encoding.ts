@@ -1,7 +1,7 @@
 // Type-checked only (with typed.ts): the encodings decide the types reads
 // return and writes take. Each `@ts-expect-error` line must fail to
 // compile, and every other line must compile.
-import { Tree, open, type Range, type KeyRange, type ValueRange, type Txn } from '../../bindings/node'
+import { Tree, open, ChainedBatch, type Range, type KeyRange, type ValueRange, type Txn, type BatchOperation } from '../../bindings/node'
 
 interface Asset {
   kind: string
@@ -73,11 +73,25 @@ async function main(path: string): Promise<void> {
     return got ? got.size : 0
   })
   const r: string[] = await j.transaction((txn) => txn.keys().toArray())
+  // Batches take keys and values in the encodings too.
+  await j.batch([{ type: 'put', key: 'a', value: { kind: 'x', size: 1 } }, { type: 'del', key: 'b' }])
+  // @ts-expect-error: a 'put' needs a value
+  await j.batch([{ type: 'put', key: 'a' }])
+  // @ts-expect-error: 'delete' is spelled 'del'
+  j.batchSync([{ type: 'delete', key: 'a' }])
+  const ops: BatchOperation[] = [{ type: 'del', key: Buffer.from('k') }]
+  bin.batchSync(ops)
+  const chain: ChainedBatch<string, Asset> = j.batch().put('a', { kind: 'y', size: 2 }).del('b')
+  const len: number = chain.length
+  await chain.write()
+  // @ts-expect-error: not an Asset
+  j.batch().put('a', 7)
+  bin.batch().put('k', 'v').del(Buffer.from('k')).writeSync()
   const jj = open(path, { keyEncoding: 'json', valueEncoding: 'json' })
   jj.putSync(['user', 1], { anything: true })
   const k: any = jj.keys().toArray()[0]
 
-  void [b1, b2, b3, c1, c2, c3, c4, c5, c6, c7, u1, u2, u3, u4, u5, j1, arr, n, r, k]
+  void [b1, b2, b3, c1, c2, c3, c4, c5, c6, c7, u1, u2, u3, u4, u5, j1, arr, n, r, k, len]
 }
 
 void main

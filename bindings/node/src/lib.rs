@@ -2,7 +2,7 @@
 //! in every Node version with Node-API 8 and in Electron without a rebuild).
 //!
 //! The modules mirror the core: `store` (open, snapshots, sync writes,
-//! stat, check, compact), `reader` (the reads of a tree and of a
+//! stat, check, compact), `batch` (puts and deletes in one commit), `reader` (the reads of a tree and of a
 //! transaction, written once), `txn` (transaction callbacks and the queue
 //! of durable async writes), `range` (batched range iteration), `value`
 //! (reading a value in pieces for streams), `error` (coded errors), plus
@@ -10,6 +10,7 @@
 //! callbacks) for the boundary itself. `index.js` adds the iterator
 //! protocols, encodings and the Node streams.
 
+mod batch;
 mod convert;
 mod error;
 mod fast;

@@ -16,6 +16,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::thread::ThreadId;
 
+use bale::btree::{WriteBatch, check_key};
 use bale::{ErrorKind, Store, WriteTxn};
 use napi::bindgen_prelude::{FromNapiValue, Function, FunctionRef};
 use napi::{Env, Result, Task, sys};
@@ -110,35 +111,28 @@ impl Txn {
     }
 }
 
-#[derive(Clone, Copy)]
-pub enum Op {
-    Put,
-    Delete,
-}
-
-/// Puts and deletes with their keys and values copied back to back into
-/// one buffer (two allocations per batch instead of two per call).
-#[derive(Default)]
-pub struct Ops {
-    ops: Vec<(Op, usize, usize)>,
-    data: Vec<u8>,
-}
-
 /// A batch of puts and deletes for one commit. Every put of the batch
-/// shares one promise; each delete has its own (it resolves to whether the
-/// key existed).
+/// (and every `batch` call) shares one promise; each delete has its own (it
+/// resolves to whether the key existed); deletes of a `batch` call have
+/// none.
 #[derive(Default)]
 pub struct OpsJob {
-    ops: Ops,
+    ops: WriteBatch,
     put_promise: Option<(Deferred, Ref)>,
-    deletes: Vec<Deferred>,
+    deletes: Vec<Option<Deferred>>,
 }
 
 impl OpsJob {
-    fn push(&mut self, op: Op, key: &[u8], value: &[u8]) {
-        self.ops.ops.push((op, key.len(), value.len()));
-        self.ops.data.extend_from_slice(key);
-        self.ops.data.extend_from_slice(value);
+    /// The promise every put of the batch shares.
+    fn put_promise(&mut self, env: sys::napi_env) -> Result<Raw> {
+        if self.put_promise.is_none() {
+            let (d, p) = Deferred::new(env)?;
+            self.put_promise = Some((d, Ref::new_object(env, p)?));
+        }
+        match &self.put_promise {
+            Some((_, r)) => Ok(Raw(r.value(env)?)),
+            None => unreachable!("set above"),
+        }
     }
 }
 
@@ -158,7 +152,7 @@ impl Job {
                     d.reject(env, err);
                     let _ = r.release(env);
                 }
-                for d in o.deletes {
+                for d in o.deletes.into_iter().flatten() {
                     d.reject(env, err);
                 }
             }
@@ -174,7 +168,7 @@ impl Job {
 
 /// What a pool task does.
 enum Work {
-    Ops(Store, Ops),
+    Ops(Store, WriteBatch),
     Commit(Box<WriteTxn>),
     /// Waits for the writer lock (`wait: true`) off the JS thread.
     Begin(Store),
@@ -194,17 +188,7 @@ fn run(work: Work) -> bale::Result<Done> {
     match work {
         Work::Ops(store, ops) => {
             let mut w = store.write()?;
-            let mut found = Vec::new();
-            let mut at = 0;
-            for (op, kl, vl) in ops.ops {
-                let k = &ops.data[at..at + kl];
-                let v = &ops.data[at + kl..at + kl + vl];
-                at += kl + vl;
-                match op {
-                    Op::Put => w.put(k, v)?,
-                    Op::Delete => found.push(w.delete(k)?),
-                }
-            }
+            let found = ops.apply(&mut w)?;
             w.commit()?;
             Ok(Done::Deletes(found))
         }
@@ -355,8 +339,10 @@ fn settle_ok(env: sys::napi_env, s: Settle, done: Done) {
                 _ => Vec::new(),
             };
             for (i, d) in o.deletes.into_iter().enumerate() {
-                let b = js::boolean(env, found.get(i).copied().unwrap_or(false)).unwrap_or(undef);
-                d.resolve(env, b);
+                if let Some(d) = d {
+                    let b = js::boolean(env, found.get(i).copied().unwrap_or(false)).unwrap_or(undef);
+                    d.resolve(env, b);
+                }
             }
         }
         Settle::Begin(_, d) => d.resolve(env, undef),
@@ -529,21 +515,12 @@ impl Inner {
     }
 
     fn check_key(&self, env: &Env, key: &[u8]) -> Result<()> {
-        if key.len() > self.max_key {
-            return Err(error::to_napi(
-                env.raw(),
-                &bale::Error::new(
-                    ErrorKind::TooLarge,
-                    format!("key of {} bytes exceeds the {}-byte limit for this page size", key.len(), self.max_key),
-                ),
-            ));
-        }
-        Ok(())
+        check_key(key, self.max_key).or_throw(env)
     }
 }
 
 /// A promise already rejected with `err`.
-fn rejected(env: &Env, err: napi::Error) -> Result<Raw> {
+pub fn rejected(env: &Env, err: napi::Error) -> Result<Raw> {
     Ok(Raw(js::settled(env.raw(), Err(err))?))
 }
 
@@ -562,15 +539,21 @@ pub fn queue_put(env: &Env, inner: &Rc<Inner>, key: &[u8], value: &[u8]) -> Resu
         return rejected(env, e);
     }
     inner.with_batch(env, |b| {
-        b.push(Op::Put, key, value);
-        if b.put_promise.is_none() {
-            let (d, p) = Deferred::new(env.raw())?;
-            b.put_promise = Some((d, Ref::new_object(env.raw(), p)?));
-        }
-        match &b.put_promise {
-            Some((_, r)) => Ok(Raw(r.value(env.raw())?)),
-            None => unreachable!("set above"),
-        }
+        b.ops.put(key, value);
+        b.put_promise(env.raw())
+    })
+}
+
+/// `batch`: joins the open batch (after the writes queued before it); its
+/// promise is the one the batch's puts share. `ops` was checked whole.
+pub fn queue_batch(env: &Env, inner: &Rc<Inner>, ops: &WriteBatch) -> Result<Raw> {
+    if let Err(e) = inner.check_open().or_throw(env) {
+        return rejected(env, e);
+    }
+    inner.with_batch(env, |b| {
+        b.ops.append(ops);
+        b.deletes.extend(std::iter::repeat_with(|| None).take(ops.deletes()));
+        b.put_promise(env.raw())
     })
 }
 
@@ -585,9 +568,9 @@ impl Tree {
             Err(e) => return rejected(&env, e),
         };
         inner.with_batch(&env, |b| {
-            b.push(Op::Delete, &key, &[]);
+            b.ops.delete(&key);
             let (d, p) = Deferred::new(env.raw())?;
-            b.deletes.push(d);
+            b.deletes.push(Some(d));
             Ok(Raw(p))
         })
     }
