@@ -1,0 +1,34 @@
+// `require('bale')`: the package's exports map sends CommonJS to index.js.
+const { test } = require('node:test')
+const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const { open, Tree, ChainedBatch, errorForCode } = require('bale')
+
+const pkg = path.resolve(__dirname, '../../bindings/node')
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bale-node-exports-cjs-'))
+process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }))
+
+test('require resolves to the CommonJS entry and works', async () => {
+  assert.equal(require.resolve('bale'), path.join(pkg, 'index.js'))
+  const t = open(path.join(dir, 'a.bale'), { create: true, keyEncoding: 'utf8', valueEncoding: 'json' })
+  await t.batch().put('k', { n: 1 }).write()
+  assert.ok(t.batch() instanceof ChainedBatch)
+  assert.deepEqual(t.get('k'), { n: 1 })
+  assert.ok(t instanceof Tree)
+  t.close()
+  assert.throws(() => Tree.open(path.join(dir, 'missing.bale')), (e) => e.code === 'NOT_FOUND')
+  assert.equal(errorForCode('IO').code, 'IO')
+})
+
+test('import() from CommonJS gives the same objects', async () => {
+  const esm = await import('bale')
+  assert.equal(esm.default, require('bale'))
+  assert.equal(esm.open, open)
+})
+
+test('only the entry and package.json are exported', () => {
+  assert.throws(() => require('bale/lib/encoding.js'), (e) => e.code === 'ERR_PACKAGE_PATH_NOT_EXPORTED')
+  assert.equal(require('bale/package.json').name, 'bale')
+})
