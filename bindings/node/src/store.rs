@@ -298,8 +298,8 @@ impl Tree {
 
     /// Runs `fn(txn)` in a write transaction and commits before returning
     /// the callback's result. A throw rolls everything back. The callback
-    /// must be synchronous; `put`/`get` on the tree inside it act on the
-    /// same transaction. Transactions do not nest.
+    /// must be synchronous; the tree's reads and `*Sync` writes inside it
+    /// act on the same transaction. Transactions do not nest.
     #[napi(skip_typescript)]
     pub fn transaction_sync(&self, env: Env, f: Raw) -> Result<Raw> {
         let f = crate::txn::callback(&env, f)?;
