@@ -205,6 +205,12 @@ export interface Reads<K = Buffer, V = Buffer> {
  */
 export interface Tree<K = Buffer, V = Buffer> extends Reads<K, V> {
   /**
+   * Drops this turn's snapshot: the next read sees the latest commit
+   * (of any handle or process). Snapshots are otherwise renewed after
+   * every commit of this handle and at the end of each event-loop turn.
+   */
+  refresh(): void
+  /**
    * Stores `value` under `key`. Resolves once the commit holding it is
    * durable. Puts and deletes issued together share one commit.
    */

@@ -7,6 +7,7 @@
 // at the top of the generated index.d.ts.
 
 const binding = require('./binding.js')
+const { guardReceivers } = require('./lib/args.js')
 const { ENC, DEFAULT, splitOptions } = require('./lib/encoding.js')
 const { addReads } = require('./lib/reads.js')
 const { addWrites } = require('./lib/writes.js')
@@ -15,12 +16,24 @@ const { addBatches, ChainedBatch } = require('./lib/batch.js')
 
 const { Tree, Range, Txn, ValueReader, errorCodes, errorForCode, formatVersion, __napiBindingTarget } = binding
 
+// The native methods first, so that the JS methods below call guarded ones
+// (the hot calls are plain Node-API callbacks that check their handle).
+guardReceivers(Tree, ['compact', 'flushed', 'delete', 'transaction', 'putFile', 'batch'])
+guardReceivers(Txn)
+guardReceivers(ValueReader, ['read'])
 const reads = binding._reads()
+const fast = binding._fastPaths()
 addReads(Tree, reads.tree)
 addReads(Txn, reads.txn)
-addWrites()
+guardReceivers(Range)
+addWrites(fast)
 addStreams()
 addBatches()
+
+// Drops this turn's snapshot: the next read sees the newest commit.
+Tree.prototype.refresh = function refresh() {
+  fast.refresh(this)
+}
 
 
 // Opens (with `create`, creates) the store file at `path`; `keyEncoding`

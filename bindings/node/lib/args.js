@@ -38,4 +38,27 @@ function offsetOption(v, name) {
   return v
 }
 
-module.exports = { invalid, isBytes, absent, describe, optionsOf, onlyKnown, offsetOption }
+// Makes the methods of class C refuse another receiver with INVALID_ARGUMENT
+// (a method taken off its object: `const { stat } = tree; stat()`, where V8
+// would throw a bare "Illegal invocation"); the ones named in `async`
+// reject instead. For the methods on the prototype now: index.js guards
+// the native ones before it adds its own.
+function guardReceivers(C, async = []) {
+  const proto = C.prototype
+  for (const name of Object.getOwnPropertyNames(proto)) {
+    const f = Object.getOwnPropertyDescriptor(proto, name).value
+    if (typeof f !== 'function' || name === 'constructor' || name.startsWith('_')) continue
+    const wrong = () => invalid(`${C.name}.${name} must be called on a ${C.name}`)
+    const guarded = async.includes(name)
+      ? function (...args) {
+          return this instanceof C ? f.apply(this, args) : Promise.reject(wrong())
+        }
+      : function (...args) {
+          if (!(this instanceof C)) throw wrong()
+          return f.apply(this, args)
+        }
+    proto[name] = Object.defineProperty(guarded, 'name', { value: name })
+  }
+}
+
+module.exports = { invalid, isBytes, absent, describe, optionsOf, onlyKnown, offsetOption, guardReceivers }

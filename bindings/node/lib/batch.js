@@ -5,9 +5,8 @@
 
 const { Tree, errorForCode } = require('../binding.js')
 const { DEFAULT, callPair, encodeKey, encodeValue } = require('./encoding.js')
-const { absent } = require('./args.js')
+const { absent, guardReceivers } = require('./args.js')
 
-const native = { batch: Tree.prototype.batch, batchSync: Tree.prototype.batchSync }
 
 // The operations with their keys and values encoded; anything that is not
 // an operation stays as it is, for the native side to refuse whole.
@@ -20,6 +19,9 @@ function encodeOps(pair, ops) {
     return out
   })
 }
+
+// The native batch calls, captured by addBatches.
+const native = {}
 
 // `tree.batch()`: operations added one by one, encoded as they come, and
 // written whole by `write()` or `writeSync()`.
@@ -78,8 +80,13 @@ class ChainedBatch {
   }
 }
 
+guardReceivers(ChainedBatch, ['write'])
+
+// Puts the batch calls on the prototype, over the native ones there now.
 function addBatches() {
   const tree = Tree.prototype
+  native.batch = tree.batch
+  native.batchSync = tree.batchSync
   tree.batch = function batch(ops, options) {
     if (arguments.length === 0) return new ChainedBatch(this)
     try {

@@ -3,19 +3,9 @@
 // (fast.rs for put/putSync/txn.put, #[napi] methods for the rest); and the
 // transaction calls, which hand the tree's encodings to their txn.
 
-const { Tree, Txn, _fastPaths } = require('../binding.js')
+const { Tree, Txn } = require('../binding.js')
 const { ENC, DEFAULT, encOf, callPair, encodeKey, encodeValue } = require('./encoding.js')
 
-const fast = _fastPaths()
-const native = {
-  delete: Tree.prototype.delete,
-  deleteSync: Tree.prototype.deleteSync,
-  putManySync: Tree.prototype.putManySync,
-  putFile: Tree.prototype.putFile,
-  transaction: Tree.prototype.transaction,
-  transactionSync: Tree.prototype.transactionSync,
-  txnDelete: Txn.prototype.delete,
-}
 
 // A [key, value] pair encoded; anything else as it is, for the native side
 // to refuse.
@@ -31,8 +21,19 @@ const withEncodings = (tree, fn) =>
         return fn(txn)
       }
 
-function addWrites() {
+// Puts the writes on the prototypes, over the native methods there now
+// and the fast paths `fast` (fast.rs).
+function addWrites(fast) {
   const tree = Tree.prototype
+  const native = {
+    delete: tree.delete,
+    deleteSync: tree.deleteSync,
+    putManySync: tree.putManySync,
+    putFile: tree.putFile,
+    transaction: tree.transaction,
+    transactionSync: tree.transactionSync,
+    txnDelete: Txn.prototype.delete,
+  }
   tree.put = function put(key, value, options) {
     if (options === undefined && encOf(this) === DEFAULT) return fast.put(this, key, value)
     try {
@@ -70,7 +71,11 @@ function addWrites() {
     }
   }
   tree.transaction = function transaction(fn) {
-    return native.transaction.call(this, withEncodings(this, fn))
+    try {
+      return native.transaction.call(this, withEncodings(this, fn))
+    } catch (e) {
+      return Promise.reject(e)
+    }
   }
   tree.transactionSync = function transactionSync(fn) {
     return native.transactionSync.call(this, withEncodings(this, fn))

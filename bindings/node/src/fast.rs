@@ -1,5 +1,6 @@
 //! The writes bulk loads make millions of times (`put`, `putSync`, and
-//! `put` of a transaction) as plain Node-API callbacks (see
+//! `put` of a transaction), and `refresh` (called before each get that must
+//! see the newest commit), as plain Node-API callbacks (see
 //! `js::callback`); the reads are in `reader.rs`. `index.js` puts them on
 //! the prototypes, with the handle as first argument.
 
@@ -67,11 +68,27 @@ unsafe extern "C" fn txn_put(env: sys::napi_env, info: sys::napi_callback_info) 
     }
 }
 
-/// `{ putSync, put, txnPut }` as functions for index.js.
+/// `refresh(tree)`: the next read takes a snapshot of the newest commit.
+unsafe extern "C" fn refresh(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    // SAFETY: called by Node with this callback's env and info.
+    unsafe {
+        js::callback::<1>(env, info, |env, [t], _| {
+            convert::handle::<Tree>(env.raw(), t, "Tree")?.inner.snap_stale.set(true);
+            js::undefined(env.raw())
+        })
+    }
+}
+
+/// `{ putSync, put, txnPut, refresh }` as functions for index.js.
 #[napi(js_name = "_fastPaths", skip_typescript)]
 pub fn fast_paths(env: Env) -> Result<Raw> {
     let raw = env.raw();
     let f = |name, cb| js::function(raw, name, cb, std::ptr::null_mut());
-    let fns = [(c"putSync", f(c"putSync", put_sync)?), (c"put", f(c"put", put)?), (c"txnPut", f(c"txnPut", txn_put)?)];
+    let fns = [
+        (c"putSync", f(c"putSync", put_sync)?),
+        (c"put", f(c"put", put)?),
+        (c"txnPut", f(c"txnPut", txn_put)?),
+        (c"refresh", f(c"refresh", refresh)?),
+    ];
     Ok(Raw(js::object(raw, &fns)?))
 }

@@ -263,14 +263,6 @@ impl Tree {
         self.inner.store.borrow().is_none()
     }
 
-    /// Drops this turn's snapshot: the next read sees the latest commit
-    /// (of any handle or process). Snapshots are otherwise renewed after
-    /// every commit of this handle and at the end of each event-loop turn.
-    #[napi]
-    pub fn refresh(&self) {
-        self.inner.snap_stale.set(true);
-    }
-
     /// Stores every `[key, value]` pair in one commit, before returning.
     #[napi(skip_typescript)]
     pub fn put_many_sync(&self, env: Env, entries: Raw) -> Result<()> {
