@@ -159,32 +159,49 @@ impl PinTable {
 
 mod reaper {
     //! One thread per process that drops idle pins (see the module doc).
+    use std::sync::TryLockError;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
     use super::*;
 
     struct Reaper {
         tables: Mutex<Vec<Weak<PinTable>>>,
         wake: Condvar,
-        /// The process that started the thread: a forked child has no
-        /// thread of its parent's and starts its own.
-        pid: Mutex<u32>,
     }
 
-    static REAPER: Reaper = Reaper { tables: Mutex::new(Vec::new()), wake: Condvar::new(), pid: Mutex::new(0) };
+    static REAPER: Reaper = Reaper { tables: Mutex::new(Vec::new()), wake: Condvar::new() };
+
+    /// The process whose reaper thread runs (0: none yet). A forked child
+    /// has none of its parent's threads and starts its own.
+    static PID: AtomicU32 = AtomicU32::new(0);
 
     /// Puts `t` on the reaper's list; false when no thread could be started.
     pub(super) fn watch(t: &Arc<PinTable>) -> bool {
-        {
-            let me = std::process::id();
-            let mut pid = guard(&REAPER.pid);
-            if *pid != me {
-                let started = std::thread::Builder::new().name("bale-pins".into()).spawn(run).is_ok();
-                if !started {
+        let me = std::process::id();
+        let mut tables = if PID.load(Ordering::Acquire) == me {
+            guard(&REAPER.tables)
+        } else {
+            // The first idle pin of this process or of a forked child. A
+            // child may inherit the list's lock held by a thread it does
+            // not have: then it keeps no idle pins rather than wait forever.
+            let mut tables = match REAPER.tables.try_lock() {
+                Ok(g) => g,
+                Err(TryLockError::Poisoned(e)) => e.into_inner(),
+                Err(TryLockError::WouldBlock) => return false,
+            };
+            if PID.load(Ordering::Acquire) != me {
+                // Inherited entries are the parent's tables, whose locks
+                // the child shares and must never release.
+                tables.clear();
+                if std::thread::Builder::new().name("bale-pins".into()).spawn(run).is_err() {
                     return false;
                 }
-                *pid = me;
+                PID.store(me, Ordering::Release);
             }
-        }
-        guard(&REAPER.tables).push(Arc::downgrade(t));
+            tables
+        };
+        tables.push(Arc::downgrade(t));
+        drop(tables);
         REAPER.wake.notify_one();
         true
     }
