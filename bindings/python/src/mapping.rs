@@ -292,6 +292,24 @@ macro_rules! mapping_methods {
             $($extra)*
         });
     };
+    // A snapshot or a transaction: the id of its commit and whether it ended.
+    (txn $kind:ident $ty:ty, $id_doc:literal { $($extra:tt)* }) => {
+        $crate::mapping::mapping_methods!($kind $ty {
+            #[doc = $id_doc]
+            #[getter]
+            fn txn_id(&self) -> u64 {
+                self.txn_id
+            }
+
+            /// True once it has ended (closed, committed or rolled back).
+            #[getter]
+            fn closed(&self) -> bool {
+                quick(&self.txn).is_none()
+            }
+
+            $($extra)*
+        });
+    };
     (read $ty:ty { $($extra:tt)* }) => {
         #[pymethods]
         impl $ty {

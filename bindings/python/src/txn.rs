@@ -100,18 +100,7 @@ impl Reads for Snapshot {
     }
 }
 
-mapping_methods!(read Snapshot {
-    /// The id of the commit this snapshot shows.
-    #[getter]
-    fn txn_id(&self) -> u64 {
-        self.txn_id
-    }
-
-    #[getter]
-    fn closed(&self) -> bool {
-        quick(&self.txn).is_none()
-    }
-
+mapping_methods!(txn read Snapshot, "The id of the commit this snapshot shows." {
     /// Releases the snapshot. Iterators and value files taken from it keep
     /// their own reference until they end.
     fn close(&self) {
@@ -236,19 +225,7 @@ impl Writes for Transaction {
     }
 }
 
-mapping_methods!(write Transaction {
-    /// The id this transaction's commit will have.
-    #[getter]
-    fn txn_id(&self) -> u64 {
-        self.txn_id
-    }
-
-    /// True once committed or rolled back.
-    #[getter]
-    fn closed(&self) -> bool {
-        quick(&self.txn).is_none()
-    }
-
+mapping_methods!(txn write Transaction, "The id this transaction's commit will have." {
     /// Makes the changes durable and visible; the transaction ends.
     fn commit(&self, py: Python<'_>) -> PyResult<()> {
         let w = self.lock(py)?.take();

@@ -1,4 +1,5 @@
-"""The Python half of bale: the exception classes and ValueFile."""
+"""The Python half of bale: the exception classes and ValueFile (exported
+by the package, whose ``__all__`` lists them)."""
 
 from __future__ import annotations
 
@@ -6,24 +7,6 @@ import io
 from typing import Any, ClassVar
 
 from . import _bale
-
-__all__ = [
-    "BaleError",
-    "NotFoundError",
-    "CorruptError",
-    "ChecksumMismatchError",
-    "UnsupportedVersionError",
-    "NotABaleFileError",
-    "LockedError",
-    "InvalidArgumentError",
-    "InvalidTypeError",
-    "TooLargeError",
-    "ConflictError",
-    "ClosedError",
-    "IoError",
-    "ValueFile",
-    "ERROR_CLASSES",
-]
 
 
 class BaleError(Exception):
