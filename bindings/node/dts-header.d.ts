@@ -24,6 +24,30 @@ export type ErrorCode =
  * by your own transaction callbacks pass through unchanged): an `Error`
  * whose `code` says what went wrong, with `page` set when it names a page.
  */
+/** `stat()`: page, depth, fill and value statistics of the latest commit. */
+export interface Stat {
+  txn: number
+  pageSize: number
+  filePages: number
+  depth: number
+  entries: number
+  leafPages: number
+  branchPages: number
+  /** Share of leaf and branch page bytes holding cells (0..1). */
+  fill: number
+  inlineValueBytes: number
+  largeValues: number
+  /** Bytes of large values as written. */
+  largeValueBytes: number
+  /** Bytes their blocks take after compression. */
+  largeStoredBytes: number
+  largePages: number
+  freePages: number
+  freeListPages: number
+  /** The meta page (1 or 2) the commit was read from. */
+  metaSlot: number
+}
+
 export interface BaleError extends Error {
   code: ErrorCode
   page?: number

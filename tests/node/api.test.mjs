@@ -442,6 +442,12 @@ describe('streams', () => {
   })
 })
 
+// The fields of stat(), as the core lists them (in every JS host).
+const STAT_FIELDS = [
+  'branchPages', 'depth', 'entries', 'filePages', 'fill', 'freeListPages', 'freePages', 'inlineValueBytes',
+  'largePages', 'largeStoredBytes', 'largeValueBytes', 'largeValues', 'leafPages', 'metaSlot', 'pageSize', 'txn',
+]
+
 describe('maintenance and lifecycle', () => {
   test('stat, check, compact', async () => {
     const t = fresh({ pageSize: 8192 })
@@ -452,6 +458,7 @@ describe('maintenance and lifecycle', () => {
     assert.equal(s.entries, 3000)
     assert.equal(s.pageSize, 8192)
     assert.ok(s.depth >= 2 && s.leafPages > 0 && s.fill > 0 && s.fill <= 1)
+    assert.deepEqual(Object.keys(s).sort(), STAT_FIELDS)
     const c = t.check()
     assert.equal(c.ok, true)
     assert.deepEqual(c.problems, [])

@@ -268,9 +268,13 @@ test('stat and check', () => {
   assert.equal(st.fileBytes, caseBytes('after-deletes').length);
   assert.ok(st.freePages > 0 && st.freeListPages > 0);
   assert.ok(st.fill > 0 && st.fill <= 1);
-  for (const k of ['txn', 'filePages', 'depth', 'leafPages', 'branchPages', 'inlineValueBytes', 'largeValues']) {
-    assert.equal(typeof st[k], 'number', k);
-  }
+  // The core's field list, in camelCase, plus the two the package adds.
+  assert.deepEqual(Object.keys(st).sort(), [
+    'branchPages', 'depth', 'entries', 'fileBytes', 'filePages', 'fill', 'formatVersion', 'freeListPages',
+    'freePages', 'inlineValueBytes', 'largePages', 'largeStoredBytes', 'largeValueBytes', 'largeValues',
+    'leafPages', 'metaSlot', 'pageSize', 'txn',
+  ]);
+  for (const k of Object.keys(st)) assert.equal(typeof st[k], 'number', k);
   const big = Store.fromBytes(caseBytes('large-values')).stat();
   assert.equal(big.largeValues, 4);
   assert.ok(big.largeValueBytes > 280000 && big.largePages > 0);

@@ -27,7 +27,7 @@ pub use error::{error_codes, error_for_code};
 pub use fast::fast_paths;
 pub use range::Range;
 pub use reader::reads_of;
-pub use store::{CheckReport, CompactReport, Stat, Tree};
+pub use store::{CheckReport, CompactReport, Tree};
 pub use txn::Txn;
 pub use value::ValueReader;
 

@@ -320,29 +320,18 @@ impl Tree {
         out
     }
 
-    /// Page, depth, fill and value statistics of the latest commit.
-    #[napi]
-    pub fn stat(&self, env: Env) -> Result<Stat> {
+    /// Page, depth, fill and value statistics of the latest commit (the
+    /// core's field list, names in camelCase).
+    #[napi(ts_return_type = "Stat")]
+    pub fn stat(&self, env: Env) -> Result<Raw> {
         let store = self.inner.store().or_throw(&env)?;
         let s = bale::btree::stat(&store).or_throw(&env)?;
-        Ok(Stat {
-            txn: s.txn as f64,
-            page_size: s.page_size as f64,
-            file_pages: s.file_pages as f64,
-            depth: s.depth as f64,
-            entries: s.entries as f64,
-            leaf_pages: s.leaf_pages as f64,
-            branch_pages: s.branch_pages as f64,
-            fill: s.fill,
-            inline_value_bytes: s.inline_value_bytes as f64,
-            large_values: s.large_values as f64,
-            large_value_bytes: s.large_value_bytes as f64,
-            large_stored_bytes: s.large_stored_bytes as f64,
-            large_pages: s.large_pages as f64,
-            free_pages: s.free_pages as f64,
-            free_list_pages: s.free_list_pages as f64,
-            meta_slot: s.meta_slot as f64,
-        })
+        let obj = js::object(env.raw(), &[])?;
+        for (name, v) in s.fields() {
+            let name = std::ffi::CString::new(bale::btree::camel_case(name)).unwrap_or_default();
+            js::set_property(env.raw(), obj, &name, js::number(env.raw(), v)?)?;
+        }
+        Ok(Raw(obj))
     }
 
     /// Walks every page of the latest commit (checksums, key order, tree
@@ -401,30 +390,6 @@ impl Tree {
             None => Ok(()),
         }
     }
-}
-
-#[napi(object)]
-pub struct Stat {
-    pub txn: f64,
-    pub page_size: f64,
-    pub file_pages: f64,
-    pub depth: f64,
-    pub entries: f64,
-    pub leaf_pages: f64,
-    pub branch_pages: f64,
-    /// Share of leaf and branch page bytes holding cells (0..1).
-    pub fill: f64,
-    pub inline_value_bytes: f64,
-    pub large_values: f64,
-    /// Bytes of large values as written.
-    pub large_value_bytes: f64,
-    /// Bytes their blocks take after compression.
-    pub large_stored_bytes: f64,
-    pub large_pages: f64,
-    pub free_pages: f64,
-    pub free_list_pages: f64,
-    /// The meta page (1 or 2) the commit was read from.
-    pub meta_slot: f64,
 }
 
 #[napi(object)]

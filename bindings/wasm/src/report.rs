@@ -1,6 +1,6 @@
 //! Reports as plain JS objects: `stat()`, `check()` and `cacheStats()`.
 
-use bale::btree::{CheckReport, Stat};
+use bale::btree::{CheckReport, Stat, camel_case};
 use bale::chunk_cache::ChunkCache;
 use js_sys::{Array, Object, Reflect};
 use wasm_bindgen::JsValue;
@@ -20,22 +20,9 @@ pub fn stat(s: &Stat, format_version: u16, file_bytes: u64) -> Object {
     let o = Object::new();
     set(&o, "formatVersion", format_version);
     set(&o, "fileBytes", num(file_bytes));
-    set(&o, "txn", num(s.txn));
-    set(&o, "pageSize", num(s.page_size));
-    set(&o, "filePages", num(s.file_pages));
-    set(&o, "depth", num(s.depth));
-    set(&o, "entries", num(s.entries));
-    set(&o, "leafPages", num(s.leaf_pages));
-    set(&o, "branchPages", num(s.branch_pages));
-    set(&o, "fill", s.fill);
-    set(&o, "inlineValueBytes", num(s.inline_value_bytes));
-    set(&o, "largeValues", num(s.large_values));
-    set(&o, "largeValueBytes", num(s.large_value_bytes));
-    set(&o, "largeStoredBytes", num(s.large_stored_bytes));
-    set(&o, "largePages", num(s.large_pages));
-    set(&o, "freePages", num(s.free_pages));
-    set(&o, "freeListPages", num(s.free_list_pages));
-    set(&o, "metaSlot", num(s.meta_slot));
+    for (name, v) in s.fields() {
+        set(&o, &camel_case(name), v);
+    }
     o
 }
 

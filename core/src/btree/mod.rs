@@ -24,7 +24,7 @@ mod write;
 pub use batch::{BatchOp, WriteBatch, check_key};
 pub use check::{CheckReport, Problem, check, check_txn};
 pub use compact::{CompactReport, compact_into};
-pub use stat::{Stat, stat};
+pub use stat::{Stat, camel_case, stat};
 
 pub use cursor::{Cursor, Range, ValueRef, ValueStream};
 pub use key_cursor::{KeyCursor, Move};

@@ -31,6 +31,49 @@ pub struct Stat {
     pub meta_slot: u64,
 }
 
+impl Stat {
+    /// Every field by its name, as a number (exact below 2^53, which every
+    /// count bale allows is): what a host turns into its own report object,
+    /// so the field list is written once.
+    pub fn fields(&self) -> [(&'static str, f64); 16] {
+        [
+            ("txn", self.txn as f64),
+            ("page_size", self.page_size as f64),
+            ("file_pages", self.file_pages as f64),
+            ("depth", self.depth as f64),
+            ("entries", self.entries as f64),
+            ("leaf_pages", self.leaf_pages as f64),
+            ("branch_pages", self.branch_pages as f64),
+            ("fill", self.fill),
+            ("inline_value_bytes", self.inline_value_bytes as f64),
+            ("large_values", self.large_values as f64),
+            ("large_value_bytes", self.large_value_bytes as f64),
+            ("large_stored_bytes", self.large_stored_bytes as f64),
+            ("large_pages", self.large_pages as f64),
+            ("free_pages", self.free_pages as f64),
+            ("free_list_pages", self.free_list_pages as f64),
+            ("meta_slot", self.meta_slot as f64),
+        ]
+    }
+}
+
+/// `page_size` as `pageSize`: report field names for JavaScript hosts.
+pub fn camel_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut upper = false;
+    for c in name.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.push(c.to_ascii_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 struct Counter {
     s: Stat,
     used: u64,
@@ -103,4 +146,18 @@ pub fn stat(store: &Store) -> Result<Stat> {
         meta_slot: super::meta::meta_page(m.txn),
         ..c.s
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_names_turn_into_camel_case() {
+        assert_eq!(camel_case("txn"), "txn");
+        assert_eq!(camel_case("large_stored_bytes"), "largeStoredBytes");
+        let names: Vec<_> = Stat::default().fields().iter().map(|f| camel_case(f.0)).collect();
+        assert_eq!(names.len(), 16);
+        assert!(names.contains(&"metaSlot".to_string()) && names.contains(&"freeListPages".to_string()));
+    }
 }
