@@ -18,11 +18,15 @@ class BaleError(Exception):
     message: str = ""
     page: int | None = None
 
+    def __init_subclass__(cls, code: str = "", **kwargs: Any) -> None:
+        # `class XError(BaleError, code="X")`: each class names its code once.
+        super().__init_subclass__(**kwargs)
+        if code:
+            cls.code = code
 
-class NotFoundError(BaleError, KeyError):
+
+class NotFoundError(BaleError, KeyError, code="NOT_FOUND"):
     """A key (or the store file) does not exist. Also a ``KeyError``."""
-
-    code = "NOT_FOUND"
 
     def __str__(self) -> str:
         if len(self.args) == 1 and isinstance(self.args[0], str):
@@ -30,40 +34,28 @@ class NotFoundError(BaleError, KeyError):
         return KeyError.__str__(self)
 
 
-class CorruptError(BaleError):
+class CorruptError(BaleError, code="CORRUPT"):
     """Bytes on disk break a structural rule of the format."""
 
-    code = "CORRUPT"
 
-
-class ChecksumMismatchError(BaleError):
+class ChecksumMismatchError(BaleError, code="CHECKSUM_MISMATCH"):
     """A page or block failed its checksum."""
 
-    code = "CHECKSUM_MISMATCH"
 
-
-class UnsupportedVersionError(BaleError):
+class UnsupportedVersionError(BaleError, code="UNSUPPORTED_VERSION"):
     """A bale file of a kind or version this build cannot read."""
 
-    code = "UNSUPPORTED_VERSION"
 
-
-class NotABaleFileError(BaleError):
+class NotABaleFileError(BaleError, code="NOT_A_BALE_FILE"):
     """The file is not a bale file (wrong magic, or empty)."""
 
-    code = "NOT_A_BALE_FILE"
 
-
-class LockedError(BaleError):
+class LockedError(BaleError, code="LOCKED"):
     """Another handle or process holds the writer lock."""
 
-    code = "LOCKED"
 
-
-class InvalidArgumentError(BaleError):
+class InvalidArgumentError(BaleError, code="INVALID_ARGUMENT"):
     """The operation cannot accept an argument (e.g. a write to a read-only store)."""
-
-    code = "INVALID_ARGUMENT"
 
 
 class InvalidTypeError(InvalidArgumentError, TypeError):
@@ -72,29 +64,21 @@ class InvalidTypeError(InvalidArgumentError, TypeError):
     (code ``INVALID_ARGUMENT``) and a ``TypeError``, wherever it is raised."""
 
 
-class TooLargeError(BaleError):
+class TooLargeError(BaleError, code="TOO_LARGE"):
     """A size limit was exceeded (key length, value length)."""
 
-    code = "TOO_LARGE"
 
-
-class ConflictError(BaleError):
+class ConflictError(BaleError, code="CONFLICT"):
     """The store changed under this handle (e.g. compacted elsewhere): reopen it."""
 
-    code = "CONFLICT"
 
-
-class ClosedError(BaleError):
+class ClosedError(BaleError, code="CLOSED"):
     """The handle, snapshot or transaction was closed or has ended, or was
     inherited across ``fork``."""
 
-    code = "CLOSED"
 
-
-class IoError(BaleError, OSError):
+class IoError(BaleError, OSError, code="IO"):
     """The operating system reported an I/O error. Also an ``OSError``."""
-
-    code = "IO"
 
 
 ERROR_CLASSES: dict[str, type[BaleError]] = {
