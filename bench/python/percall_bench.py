@@ -23,27 +23,21 @@ Keys are the N records of DATADIR/kv.bin, read in DATADIR/order.bin order,
 materialised as bytes before the clock starts. One warm-up pass over all
 keys, then PASSES timed passes; every value is touched (v[0] + len(v)).
 """
-import array
 import json
 import os
 import subprocess
 import sys
 import time
 
-KL, VL = 16, 100
-RL = KL + VL
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from kv_bench import load as kv_load  # noqa: E402
 PEERS = ["bale", "bale-get", "lmdb-with", "lmdb", "lmdb-buffers"]
 
 
 def load(datadir):
-    with open(os.path.join(datadir, "kv.bin"), "rb") as f:
-        buf = f.read()
-    n = len(buf) // RL
-    order = array.array("I")
-    with open(os.path.join(datadir, "order.bin"), "rb") as f:
-        order.frombytes(f.read())
-    return [buf[i * RL:i * RL + KL] for i in order]
+    """The keys in read order (kv_bench's loader, which the write benchmarks share)."""
+    return kv_load(datadir)[2]
 
 
 def pass_fn(peer, store):

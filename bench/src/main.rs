@@ -486,11 +486,17 @@ fn percall_build(data: &Path, work: &Path, gib: f64) {
     }
     // Each store file has a stamp next to it: a rerun rebuilds only what is
     // missing or was built with other settings.
-    let fresh = |p: &Path| {
+    // Builds `p` unless it is fresh; the seconds that took.
+    let ensure = |p: &Path, build: &dyn Fn(&Path)| {
+        let t = Instant::now();
         let sp = PathBuf::from(format!("{}.stamp", p.display()));
-        p.exists() && fs::read_to_string(&sp).ok().as_deref() == Some(stamp.as_str())
+        if !(p.exists() && fs::read_to_string(&sp).ok().as_deref() == Some(stamp.as_str())) {
+            eprintln!("== building {}", p.display());
+            build(p);
+            fs::write(&sp, &stamp).unwrap();
+        }
+        secs(t)
     };
-    let stamp_it = |p: &Path| fs::write(format!("{}.stamp", p.display()), &stamp).unwrap();
     let list = work.join("stores.jsonl");
     let mut lines = String::new();
     let mut note = |store: &str, engine: &str, p: &Path, secs: f64, pages: Option<u64>| {
@@ -507,22 +513,10 @@ fn percall_build(data: &Path, work: &Path, gib: f64) {
     for (store, big) in [("small", 0), ("large", large)] {
         let dir = work.join(store);
         let p = dir.join("kv.bale");
-        let t = Instant::now();
-        if !fresh(&p) {
-            eprintln!("== building {}", p.display());
-            build_bale(&d, &p, big);
-            stamp_it(&p);
-        }
-        let s = secs(t);
+        let s = ensure(&p, &|p| build_bale(&d, p, big));
         note(store, "bale", &p, s, Some(bale_pages(&p)));
         let p = dir.join("lmdb");
-        let t = Instant::now();
-        if !fresh(&p) {
-            eprintln!("== building {}", p.display());
-            build_heed(&d, &p, big);
-            stamp_it(&p);
-        }
-        let s = secs(t);
+        let s = ensure(&p, &|p| build_heed(&d, p, big));
         // LMDB's page count: its last used page + 1 (the data file itself
         // is as long as the map size when built with a write map).
         let pages = {
@@ -534,13 +528,7 @@ fn percall_build(data: &Path, work: &Path, gib: f64) {
         note(store, "lmdb", &p, s, Some(pages));
         if big == 0 {
             let p = dir.join("redb.db");
-            let t = Instant::now();
-            if !fresh(&p) {
-                eprintln!("== building {}", p.display());
-                build_redb(&d, &p);
-                stamp_it(&p);
-            }
-            let s = secs(t);
+            let s = ensure(&p, &|p| build_redb(&d, p));
             note(store, "redb", &p, s, None);
         }
     }
