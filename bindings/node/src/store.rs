@@ -133,7 +133,8 @@ impl Inner {
             if let Some(t) = s.as_ref() {
                 // A stale snapshot that still shows the newest commit is as
                 // new as a fresh one would be: keep it.
-                if !self.snap_stale.get() || self.store().and_then(|st| st.is_newest(t)).unwrap_or(false) {
+                let newest = || self.store.borrow().as_ref().is_some_and(|st| st.is_newest(t).unwrap_or(false));
+                if !self.snap_stale.get() || newest() {
                     self.snap_stale.set(false);
                     return f(t);
                 }
