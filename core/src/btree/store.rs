@@ -509,8 +509,8 @@ impl Store {
         self.sync()
     }
 
-    /// Replaces the storage after a compaction.
-    #[cfg(unix)]
+    /// Replaces the storage after a compaction (or an object store's index
+    /// rebuild).
     pub(crate) fn install(&self, storage: Arc<dyn Storage>) {
         let be = Backend { storage, use_map: self.shared.opts.mmap, map: Mutex::new(None) };
         *self.shared.backend.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(be);
@@ -528,7 +528,8 @@ fn initialize(storage: &dyn Storage, page_size: u32) -> Result<()> {
     // file without a header is a creation that never finished.
     storage.write_all_at(&creation_image(ps), 0)?;
     storage.sync()?;
-    let h = Header { kind: FileKind::Tree, version: FORMAT_VERSION, page_size, block_log2: BLOCK_LOG2 };
+    let h =
+        Header { kind: FileKind::Tree, version: FORMAT_VERSION, page_size, block_log2: BLOCK_LOG2, params: [0; 32] };
     storage.write_all_at(&h.encode(), 0)?;
     storage.sync()
 }

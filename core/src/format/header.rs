@@ -13,24 +13,34 @@ pub const HEADER_LEN: usize = 64;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileKind {
     Tree,
+    /// An object store's config file.
+    ObjectConfig,
+    /// An object store's pack or staging file.
+    Pack,
 }
 
 impl FileKind {
     pub fn tag(self) -> [u8; 4] {
         match self {
             FileKind::Tree => *b"TREE",
+            FileKind::ObjectConfig => *b"OBJS",
+            FileKind::Pack => *b"PACK",
         }
     }
 
     pub fn name(self) -> &'static str {
         match self {
             FileKind::Tree => "tree store",
+            FileKind::ObjectConfig => "object store config",
+            FileKind::Pack => "object store pack",
         }
     }
 
     fn from_tag(tag: [u8; 4]) -> Option<FileKind> {
         match &tag {
             b"TREE" => Some(FileKind::Tree),
+            b"OBJS" => Some(FileKind::ObjectConfig),
+            b"PACK" => Some(FileKind::Pack),
             _ => None,
         }
     }
@@ -45,6 +55,8 @@ pub struct Header {
     /// log2 of the value block size.
     pub page_size: u32,
     pub block_log2: u8,
+    /// Bytes 24..56, kind-specific (zero in a tree store).
+    pub params: [u8; 32],
 }
 
 impl Header {
@@ -55,6 +67,7 @@ impl Header {
         b[12..14].copy_from_slice(&self.version.to_le_bytes());
         b[16..20].copy_from_slice(&self.page_size.to_le_bytes());
         b[20] = self.block_log2;
+        b[24..56].copy_from_slice(&self.params);
         let sum = checksum(&b[0..56], 0);
         b[56..64].copy_from_slice(&sum.to_le_bytes());
         b
@@ -96,7 +109,9 @@ impl Header {
                 ),
             ));
         }
-        Ok(Header { kind, version, page_size: u32_at(b, 16).unwrap_or(0), block_log2: b[20] })
+        let mut params = [0u8; 32];
+        params.copy_from_slice(&b[24..56]);
+        Ok(Header { kind, version, page_size: u32_at(b, 16).unwrap_or(0), block_log2: b[20], params })
     }
 }
 
@@ -106,7 +121,7 @@ mod tests {
 
     #[test]
     fn roundtrip_and_rejections() {
-        let h = Header { kind: FileKind::Tree, version: 1, page_size: 4096, block_log2: 16 };
+        let h = Header { kind: FileKind::Tree, version: 1, page_size: 4096, block_log2: 16, params: [0; 32] };
         let b = h.encode();
         assert_eq!(Header::decode(&b, FileKind::Tree, 1).unwrap(), h);
         let mut bad = b;

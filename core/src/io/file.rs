@@ -246,7 +246,7 @@ fn libc_wr() -> i16 {
 }
 
 #[cfg(target_os = "linux")]
-pub(super) mod ofd {
+pub(crate) mod ofd {
     use std::fs::File;
     use std::os::fd::AsRawFd;
 
@@ -299,7 +299,7 @@ pub(super) mod ofd {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub(super) mod ofd {
+pub(crate) mod ofd {
     //! Without OFD locks, locking is per process only (FORMAT.md, "Locks").
     use std::fs::File;
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::error::Result;
 
 #[cfg(unix)]
-mod file;
+pub(crate) mod file;
 mod lockset;
 mod memory;
 #[cfg(unix)]

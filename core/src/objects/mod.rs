@@ -1,0 +1,26 @@
+//! The object store: content-addressed objects in append-only packs, large
+//! ones split by content-defined chunking, found through an index that is a
+//! tree-store file (FORMAT.md, "Object store").
+
+mod add;
+pub mod chunk_list;
+mod chunker;
+pub mod config;
+pub mod dir;
+pub mod entry;
+pub mod hash;
+mod pack;
+mod read;
+pub mod record;
+pub mod staging;
+mod store;
+mod validate;
+
+pub use add::Batch;
+pub use config::{Compression, Config};
+pub use dir::{Dir, DirLock, LockMode};
+pub use hash::{HashKind, ObjectId};
+pub use pack::PackReport;
+pub use read::{ObjectMeta, ObjectReader, ObjectStats};
+pub use store::{ObjectOptions, ObjectStore};
+pub use validate::{ObjectProblem, RebuildReport, ValidateReport};

@@ -1,0 +1,502 @@
+//! The packer: moves records out of staging files no writer holds into
+//! numbered packs, committing and removing each staging file as it goes.
+//! Repack rewrites packs without their garbage.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use super::config::Compression;
+use super::dir::{Dir, LockMode};
+use super::entry::{Area, Entry, KEY_PACK, Location, PackInfo, entry_key, pack_key};
+use super::hash::ObjectId;
+use super::record::{RECORD_HEADER_LEN, RecordHeader, encode_record};
+use super::staging::{PACK_DATA_START, check_pack_header, pack_header};
+use super::store::{LOCK_PACKER, ObjectStore, PACKS_DIR, STAGING_DIR, file_name, guard};
+use crate::btree::ReadOps;
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::checksum::checksum;
+use crate::io::Storage;
+
+/// Moved bytes between index commits: bounds what a crash redoes and how
+/// long space stays doubly used.
+const COMMIT_BYTES: u64 = 64 << 20;
+/// Staging files locked and packed per round (bounds open descriptors).
+const ROUND_FILES: usize = 128;
+
+/// What a pack or repack run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PackReport {
+    /// Staging files (pack) or packs (repack) emptied and removed.
+    pub files_removed: u64,
+    pub records_moved: u64,
+    pub bytes_moved: u64,
+    /// Staging files left alone because a writer still holds them.
+    pub files_in_use: u64,
+    /// Index entries dropped because nothing refers to them any more.
+    pub entries_dropped: u64,
+    /// Bytes the store's files shrank by.
+    pub bytes_freed: u64,
+    /// Problems found and left in place (damaged files are never removed).
+    pub problems: Vec<String>,
+}
+
+/// Progress of a long operation: bytes done of bytes planned.
+pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
+
+/// Where each source file's live records are, from one index scan.
+#[derive(Default)]
+struct Live {
+    /// (area, file) → live records and their bytes.
+    files: HashMap<(Area, u64), (u64, u64)>,
+    packs: BTreeMap<u64, PackInfo>,
+}
+
+impl ObjectStore {
+    fn live(&self) -> Result<Live> {
+        let mut live = Live::default();
+        self.for_each_entry(|_, e| {
+            let slot = live.files.entry((e.loc.area, e.loc.file)).or_default();
+            slot.0 += 1;
+            slot.1 += e.record_len();
+            Ok(())
+        })?;
+        let r = self.inner.index.read()?;
+        let mut range = r.prefix(&[KEY_PACK], false);
+        while let Some(item) = range.next_entry() {
+            let (k, v) = item?;
+            let n = super::entry::pack_number(k)
+                .ok_or_else(|| Error::corrupt("index: a pack key is damaged; run `bale obj repair --rebuild-index`"))?;
+            live.packs.insert(n, PackInfo::decode(&v.to_vec()?, n)?);
+        }
+        Ok(live)
+    }
+
+    /// Moves every staged record no writer holds into packs. Runs beside
+    /// writers and readers; a second packer gets `LOCKED`.
+    pub fn pack(&self) -> Result<PackReport> {
+        self.pack_with(&mut |_, _| {})
+    }
+
+    pub fn pack_with(&self, progress: Progress<'_>) -> Result<PackReport> {
+        self.check_writable()?;
+        let dir = self.dir()?.clone();
+        let lock = self.inner.lock.as_ref().ok_or_else(|| Error::invalid("pack needs a writable store"))?;
+        if !lock.set(LOCK_PACKER, LockMode::Exclusive, false)? {
+            return Err(Error::new(ErrorKind::Locked, "another process is packing this store; retry later"));
+        }
+        // This handle's own staging file is sealed so that it is packed too
+        // (a batch still writing to it keeps it locked until it ends).
+        guard(&self.inner.staging).take();
+        let r = self.pack_locked(&*dir, progress);
+        let _ = lock.set(LOCK_PACKER, LockMode::Unlocked, false);
+        r
+    }
+
+    fn pack_locked(&self, dir: &dyn Dir, progress: Progress<'_>) -> Result<PackReport> {
+        let mut report = PackReport::default();
+        let mut names: Vec<u64> = dir
+            .list(STAGING_DIR)?
+            .into_iter()
+            .filter_map(|name| {
+                let hex = name.strip_suffix(".pack")?;
+                if hex.len() != 16 {
+                    return None;
+                }
+                u64::from_str_radix(hex, 16).ok()
+            })
+            .collect();
+        names.sort();
+        let mut planned = 0;
+        for n in &names {
+            planned += dir.open(&file_name(Area::Staging, *n), false).and_then(|f| f.len()).unwrap_or(0);
+        }
+        let mut done = 0u64;
+        for round in names.chunks(ROUND_FILES) {
+            // Lock first, count after: no commit can name a staging file
+            // once its writer lock is held here, so the counts are final.
+            let mut held = Vec::new();
+            for n in round {
+                let name = file_name(Area::Staging, *n);
+                let f = match dir.open(&name, true) {
+                    Ok(f) => f,
+                    Err(e) if e.kind() == ErrorKind::NotFound => continue,
+                    Err(e) => return Err(e),
+                };
+                if f.lock_writer(false).is_err() {
+                    report.files_in_use += 1;
+                    continue;
+                }
+                if let Err(e) = check_pack_header(&*f, &self.inner.config.store_id, Area::Staging, *n) {
+                    report.problems.push(format!("{name}: {}; left in place", e.message()));
+                    continue;
+                }
+                held.push((*n, f));
+            }
+            if held.is_empty() {
+                continue;
+            }
+            let live = self.live()?;
+            let mut out = PackOut::open(self, dir, &live, &mut report)?;
+            for (n, f) in held {
+                let name = file_name(Area::Staging, n);
+                let size = f.len()?;
+                let want = live.files.get(&(Area::Staging, n)).map_or(0, |x| x.0);
+                let moved = if want == 0 { 0 } else { self.move_records(&*f, Area::Staging, n, &mut out, None)? };
+                if moved < want {
+                    report.problems.push(format!(
+                        "{name}: {} of the records the index names there are unreadable; left in place, run `bale obj validate`",
+                        want - moved
+                    ));
+                    continue;
+                }
+                out.commit(self)?;
+                drop(f);
+                dir.remove(&name)?;
+                self.forget_file(Area::Staging, n);
+                dir.sync_dir(STAGING_DIR)?;
+                report.files_removed += 1;
+                report.bytes_freed += size;
+                done += size;
+                progress(done, planned);
+            }
+            out.commit(self)?;
+            report.records_moved += out.moved_records;
+            report.bytes_moved += out.moved_bytes;
+        }
+        Ok(report)
+    }
+
+    /// Copies the records of one source file that the index still places
+    /// there into `out`, re-encoding them when `recompress` is given.
+    /// Returns how many were moved.
+    fn move_records(
+        &self,
+        f: &dyn Storage,
+        area: Area,
+        n: u64,
+        out: &mut PackOut,
+        recompress: Option<Compression>,
+    ) -> Result<u64> {
+        let id_len = self.inner.config.hash.id_len();
+        let len = f.len()?;
+        let mut off = PACK_DATA_START;
+        let mut moved = 0;
+        let mut head = [0u8; RECORD_HEADER_LEN];
+        let mut rec = Vec::new();
+        let mut raw = Vec::new();
+        while off + RECORD_HEADER_LEN as u64 <= len {
+            f.read_exact_at(&mut head, off)?;
+            // A torn or damaged record ends the scan; what the index names
+            // beyond it is counted as not moved, and the file is kept.
+            let Ok(h) = RecordHeader::decode(&head, id_len, off) else { break };
+            let total = h.total_len();
+            if off + total > len {
+                break;
+            }
+            let here = Location { area, file: n, offset: off };
+            let e = self.entry(&h.id)?;
+            if let Some(e) = e.filter(|e| e.loc == here) {
+                rec.clear();
+                rec.resize(total as usize, 0);
+                f.read_exact_at(&mut rec, off)?;
+                if checksum(&rec[RECORD_HEADER_LEN..], 0) != h.payload_sum {
+                    break;
+                }
+                let (h, bytes) = match recompress {
+                    Some(policy) => {
+                        h.decode_payload_into(&rec[RECORD_HEADER_LEN..], off, &mut raw)?;
+                        let mut re = Vec::new();
+                        let nh = encode_record(h.kind, h.id, h.level, &raw, policy, &mut re)?;
+                        (nh, re)
+                    }
+                    None => (h, std::mem::take(&mut rec)),
+                };
+                out.append(self, h.id, e, &h, &bytes)?;
+                if recompress.is_none() {
+                    rec = bytes;
+                }
+                moved += 1;
+            }
+            off += total;
+        }
+        Ok(moved)
+    }
+
+    /// Rewrites packs that hold garbage (records no entry names, or
+    /// entries nothing refers to), dropping it; with `compression`, every
+    /// pack is rewritten with that policy. Needs exclusive use of the store.
+    pub fn repack(&self, compression: Option<Compression>, progress: Progress<'_>) -> Result<PackReport> {
+        self.exclusive(|| {
+            let dir = self.dir()?.clone();
+            let lock = self.inner.lock.as_ref().ok_or_else(|| Error::invalid("repack needs a writable store"))?;
+            if !lock.set(LOCK_PACKER, LockMode::Exclusive, false)? {
+                return Err(Error::new(ErrorKind::Locked, "another process is packing this store; retry later"));
+            }
+            let r = self.repack_locked(&*dir, compression, progress);
+            let _ = lock.set(LOCK_PACKER, LockMode::Unlocked, false);
+            r
+        })
+    }
+
+    fn repack_locked(
+        &self,
+        dir: &dyn Dir,
+        compression: Option<Compression>,
+        progress: Progress<'_>,
+    ) -> Result<PackReport> {
+        let mut report = self.pack_locked(dir, &mut |_, _| {})?;
+        report.entries_dropped = self.drop_unreachable()?;
+        let live = self.live()?;
+        let sources: Vec<(u64, PackInfo)> = live
+            .packs
+            .iter()
+            .filter(|(n, info)| {
+                let used = live.files.get(&(Area::Pack, **n)).map_or(0, |x| x.1);
+                compression.is_some() || used + PACK_DATA_START < info.len
+            })
+            .map(|(n, i)| (*n, *i))
+            .collect();
+        let planned: u64 = sources.iter().map(|(_, i)| i.len).sum();
+        let mut out = PackOut::open(self, dir, &live, &mut report)?;
+        // Output goes to packs numbered above every source.
+        out.force_new(self, dir, live.packs.keys().max().map_or(0, |m| m + 1))?;
+        let mut done = 0;
+        for (n, info) in sources {
+            let name = file_name(Area::Pack, n);
+            let want = live.files.get(&(Area::Pack, n)).map_or(0, |x| x.0);
+            let f = dir.open(&name, false)?;
+            check_pack_header(&*f, &self.inner.config.store_id, Area::Pack, n)?;
+            let moved = if want == 0 { 0 } else { self.move_records(&*f, Area::Pack, n, &mut out, compression)? };
+            if moved < want {
+                report.problems.push(format!(
+                    "{name}: {} records the index names there are unreadable; left in place, run `bale obj validate`",
+                    want - moved
+                ));
+                continue;
+            }
+            out.drop_pack = Some(n);
+            out.commit(self)?;
+            drop(f);
+            dir.remove(&name)?;
+            self.forget_file(Area::Pack, n);
+            dir.sync_dir(PACKS_DIR)?;
+            report.files_removed += 1;
+            report.bytes_freed += info.len;
+            done += info.len;
+            progress(done, planned);
+        }
+        out.commit(self)?;
+        report.records_moved += out.moved_records;
+        report.bytes_moved += out.moved_bytes;
+        Ok(report)
+    }
+
+    /// Drops entries of chunks and lists no object refers to any more (the
+    /// objects were deleted). Needs exclusive use of the store.
+    pub(crate) fn drop_unreachable(&self) -> Result<u64> {
+        let reachable = self.reachable()?;
+        let mut dead: Vec<(ObjectId, Entry)> = Vec::new();
+        self.for_each_entry(|id, e| {
+            if !e.is_object() && !reachable.contains(&id) {
+                dead.push((id, e));
+            }
+            Ok(())
+        })?;
+        for part in dead.chunks(100_000) {
+            let mut t = self.inner.index.write()?;
+            for (id, e) in part {
+                t.delete(&entry_key(id))?;
+                if e.loc.area == Area::Inline {
+                    t.delete(&super::entry::record_key(id))?;
+                }
+            }
+            t.commit()?;
+        }
+        Ok(dead.len() as u64)
+    }
+
+    /// Ids of every chunk and list some stored object refers to.
+    pub(crate) fn reachable(&self) -> Result<std::collections::HashSet<ObjectId>> {
+        let mut roots = Vec::new();
+        self.for_each_entry(|id, e| {
+            if e.kind == super::record::RecordKind::Root {
+                roots.push(id);
+            }
+            Ok(())
+        })?;
+        let mut seen = std::collections::HashSet::new();
+        let id_len = self.hash_kind().id_len();
+        let mut buf = Vec::new();
+        for root in roots {
+            let mut stack = vec![root];
+            while let Some(id) = stack.pop() {
+                let (_, h) = self.payload(&id, &mut buf)?;
+                let list = super::chunk_list::decode_list(&buf, id_len, h.level)?;
+                for e in list.entries {
+                    if seen.insert(e.id) && h.level > 0 {
+                        stack.push(e.id);
+                    }
+                }
+            }
+        }
+        Ok(seen)
+    }
+
+    /// Removes objects. Chunks of removed objects stay until `repack`;
+    /// their records' space is reclaimed by `repack`. Needs exclusive use
+    /// of the store. Returns how many of `ids` were stored.
+    pub fn delete(&self, ids: &[ObjectId]) -> Result<u64> {
+        self.exclusive(|| {
+            let mut t = self.inner.index.write()?;
+            let mut n = 0;
+            for id in ids {
+                let key = entry_key(id);
+                let Some(v) = t.get(&key)? else { continue };
+                let e = Entry::decode(&v.to_vec()?, id)?;
+                if !e.is_object() {
+                    continue;
+                }
+                n += 1;
+                if e.flags & super::entry::FLAG_MEMBER != 0 {
+                    let kept = Entry { flags: super::entry::FLAG_MEMBER, ..e };
+                    t.put(&key, &kept.encode())?;
+                } else {
+                    t.delete(&key)?;
+                    if e.loc.area == Area::Inline {
+                        t.delete(&super::entry::record_key(id))?;
+                    }
+                }
+            }
+            t.commit()?;
+            Ok(n)
+        })
+    }
+}
+
+/// The pack being appended to, and the moves not yet committed.
+struct PackOut {
+    number: u64,
+    file: Option<Arc<dyn Storage>>,
+    len: u64,
+    target: u64,
+    moves: Vec<(ObjectId, Location, Entry)>,
+    pending_bytes: u64,
+    moved_records: u64,
+    moved_bytes: u64,
+    /// A source pack whose `p` key goes with the next commit.
+    drop_pack: Option<u64>,
+    dir: Arc<dyn Dir>,
+}
+
+impl PackOut {
+    /// Continues the newest pack when it has room. Bytes past its
+    /// committed length (a crashed packer's) are cut off first; packs no
+    /// commit names are removed.
+    fn open(store: &ObjectStore, dir: &dyn Dir, live: &Live, report: &mut PackReport) -> Result<PackOut> {
+        let newest = live.packs.iter().next_back().map(|(n, i)| (*n, *i));
+        for name in dir.list(PACKS_DIR)? {
+            let Some(n) = name.strip_suffix(".pack").and_then(|s| s.parse::<u64>().ok()) else { continue };
+            if !live.packs.contains_key(&n) {
+                dir.remove(&file_name(Area::Pack, n))?;
+                report.problems.push(format!("{name}: left by an interrupted packer; removed"));
+            }
+        }
+        let mut out = PackOut {
+            number: 0,
+            file: None,
+            len: 0,
+            target: store.inner.config.pack_target,
+            moves: Vec::new(),
+            pending_bytes: 0,
+            moved_records: 0,
+            moved_bytes: 0,
+            drop_pack: None,
+            dir: store.dir()?.clone(),
+        };
+        match newest {
+            Some((n, info)) if info.len < out.target => {
+                let name = file_name(Area::Pack, n);
+                let f = dir.open(&name, true)?;
+                check_pack_header(&*f, &store.inner.config.store_id, Area::Pack, n)?;
+                if f.len()? > info.len {
+                    drop(f);
+                    dir.truncate(&name, info.len)?;
+                }
+                out.number = n;
+                out.file = Some(dir.open(&name, true)?);
+                out.len = info.len;
+            }
+            Some((n, _)) => out.number = n + 1,
+            None => out.number = 0,
+        }
+        Ok(out)
+    }
+
+    /// Starts pack `n` (no file yet: it is created on the first append).
+    fn force_new(&mut self, store: &ObjectStore, _dir: &dyn Dir, n: u64) -> Result<()> {
+        self.commit(store)?;
+        self.number = n;
+        self.file = None;
+        self.len = 0;
+        Ok(())
+    }
+
+    fn append(&mut self, store: &ObjectStore, id: ObjectId, old: Entry, h: &RecordHeader, rec: &[u8]) -> Result<()> {
+        if self.file.is_some() && self.len >= self.target {
+            self.commit(store)?;
+            self.number += 1;
+            self.file = None;
+        }
+        if self.file.is_none() {
+            let name = file_name(Area::Pack, self.number);
+            let f = self.dir.create_new(&name)?;
+            f.write_all_at(&pack_header(&store.inner.config.store_id, Area::Pack, self.number), 0)?;
+            f.sync()?;
+            self.dir.sync_dir(PACKS_DIR)?;
+            self.file = Some(f);
+            self.len = PACK_DATA_START;
+        }
+        let Some(f) = &self.file else { return Err(Error::corrupt("no pack to write to")) };
+        f.write_all_at(rec, self.len)?;
+        let loc = Location { area: Area::Pack, file: self.number, offset: self.len };
+        let new = Entry { loc, codec: h.codec, stored_len: h.stored_len, ..old };
+        self.moves.push((id, old.loc, new));
+        self.len += rec.len() as u64;
+        self.pending_bytes += rec.len() as u64;
+        self.moved_records += 1;
+        self.moved_bytes += rec.len() as u64;
+        if self.pending_bytes >= COMMIT_BYTES {
+            self.commit(store)?;
+        }
+        Ok(())
+    }
+
+    /// Syncs the pack, then points the moved entries at it in one index
+    /// commit. An entry changed meanwhile (deleted) is left alone.
+    fn commit(&mut self, store: &ObjectStore) -> Result<()> {
+        if self.moves.is_empty() && self.drop_pack.is_none() {
+            return Ok(());
+        }
+        if let Some(f) = &self.file {
+            f.sync()?;
+        }
+        let mut t = store.inner.index.write()?;
+        for (id, from, new) in self.moves.drain(..) {
+            let key = entry_key(&id);
+            let Some(v) = t.get(&key)? else { continue };
+            let cur = Entry::decode(&v.to_vec()?, &id)?;
+            if cur.loc == from {
+                t.put(&key, &Entry { flags: cur.flags, ..new }.encode())?;
+            }
+        }
+        if self.file.is_some() {
+            t.put(&pack_key(self.number), &PackInfo { len: self.len }.encode())?;
+        }
+        if let Some(n) = self.drop_pack.take() {
+            t.delete(&pack_key(n))?;
+        }
+        t.commit()?;
+        self.pending_bytes = 0;
+        Ok(())
+    }
+}

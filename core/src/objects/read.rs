@@ -1,0 +1,472 @@
+//! Reading objects: whole, as a seekable stream, or a byte range, in
+//! bounded memory for objects of any size.
+
+use std::io::{Read, Seek, SeekFrom};
+
+use super::chunk_list::{ListEntry, decode_list};
+use super::entry::{Area, Entry, KEY_ENTRY};
+use super::hash::ObjectId;
+use super::record::{RecordHeader, RecordKind};
+use super::store::ObjectStore;
+use crate::btree::ReadOps;
+use crate::error::{Error, ErrorKind, Result};
+
+/// Times a lookup is retried when the packer moved a record away between
+/// reading its entry and opening its file.
+const MOVE_RETRIES: usize = 8;
+
+/// What the store knows of one object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ObjectMeta {
+    pub id: ObjectId,
+    /// Length of the content.
+    pub size: u64,
+    /// Bytes its top record takes on disk (header included); for a chunked
+    /// object the chunks are counted in [`ObjectStore::stats`].
+    pub stored_size: u64,
+    /// Split into chunks.
+    pub chunked: bool,
+    /// In a numbered pack (or a single-file store), not in a staging file.
+    pub packed: bool,
+    /// Stored compressed.
+    pub compressed: bool,
+}
+
+fn not_found(id: &ObjectId) -> Error {
+    Error::new(ErrorKind::NotFound, format!("object {id} is not in the store"))
+}
+
+impl ObjectStore {
+    /// Whether the object `id` is stored.
+    pub fn has(&self, id: &ObjectId) -> Result<bool> {
+        self.check_open()?;
+        Ok(self.entry(id)?.is_some_and(|e| e.is_object()))
+    }
+
+    /// `has` for many ids, answered from one snapshot.
+    pub fn has_many(&self, ids: &[ObjectId]) -> Result<Vec<bool>> {
+        self.check_open()?;
+        let r = self.inner.index.read()?;
+        ids.iter()
+            .map(|id| match r.get(&super::entry::entry_key(id))? {
+                Some(v) => Ok(Entry::decode(&v.to_vec()?, id)?.is_object()),
+                None => Ok(false),
+            })
+            .collect()
+    }
+
+    pub fn meta(&self, id: &ObjectId) -> Result<ObjectMeta> {
+        self.check_open()?;
+        let e = self.object_entry(id)?;
+        Ok(meta_of(*id, &e))
+    }
+
+    pub(crate) fn object_entry(&self, id: &ObjectId) -> Result<Entry> {
+        match self.entry(id)? {
+            Some(e) if e.is_object() => Ok(e),
+            _ => Err(not_found(id)),
+        }
+    }
+
+    /// The raw payload of the record of `id` (any kind), following moves.
+    pub(crate) fn payload(&self, id: &ObjectId, out: &mut Vec<u8>) -> Result<(Entry, RecordHeader)> {
+        for _ in 0..MOVE_RETRIES {
+            let e = self.entry(id)?.ok_or_else(|| {
+                Error::new(ErrorKind::NotFound, format!("record {id} is missing (deleted while being read?)"))
+            })?;
+            match self.read_record(id, &e, out) {
+                Ok(h) => return Ok((e, h)),
+                Err(err) if err.kind() == ErrorKind::NotFound && e.loc.area != Area::Inline => {
+                    self.forget_file(e.loc.area, e.loc.file);
+                }
+                Err(err) => return Err(err),
+            }
+        }
+        Err(Error::new(ErrorKind::Conflict, format!("record {id} kept moving while being read; retry")))
+    }
+
+    /// The whole content of `id`.
+    pub fn get(&self, id: &ObjectId) -> Result<Vec<u8>> {
+        self.check_open()?;
+        let e = self.object_entry(id)?;
+        let mut out = Vec::new();
+        if e.kind == RecordKind::Blob {
+            self.payload(id, &mut out)?;
+            return Ok(out);
+        }
+        let size =
+            usize::try_from(e.size).map_err(|_| Error::new(ErrorKind::TooLarge, "object does not fit in memory"))?;
+        out.try_reserve_exact(size).map_err(|_| {
+            Error::new(
+                ErrorKind::TooLarge,
+                format!("object {id} of {size} bytes does not fit in memory; read it as a stream"),
+            )
+        })?;
+        let mut r = self.reader(id)?;
+        r.read_to_end(&mut out).map_err(from_io)?;
+        Ok(out)
+    }
+
+    /// `get`, then the content hashed and compared with `id`.
+    pub fn get_verified(&self, id: &ObjectId) -> Result<Vec<u8>> {
+        let data = self.get(id)?;
+        let got = self.hash_kind().hash(&data);
+        if got != *id {
+            return Err(Error::new(
+                ErrorKind::ChecksumMismatch,
+                format!("object {id} hashes to {got}; the store is damaged, run `bale obj validate`"),
+            ));
+        }
+        Ok(data)
+    }
+
+    /// `len` bytes of `id` from `offset` (fewer at the end of the object),
+    /// reading only the chunks that hold them.
+    pub fn get_range(&self, id: &ObjectId, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let mut r = self.reader(id)?;
+        let size = r.len();
+        let start = offset.min(size);
+        let n = len.min(size - start);
+        let n = usize::try_from(n).map_err(|_| Error::new(ErrorKind::TooLarge, "range does not fit in memory"))?;
+        r.seek_to(start);
+        let mut out = vec![0u8; n];
+        let mut got = 0;
+        while got < n {
+            let k = r.read_some(&mut out[got..])?;
+            if k == 0 {
+                return Err(Error::corrupt(format!("object {id} ended early; run `bale obj validate`")));
+            }
+            got += k;
+        }
+        Ok(out)
+    }
+
+    /// A seekable stream of `id`'s content.
+    pub fn reader(&self, id: &ObjectId) -> Result<ObjectReader> {
+        self.check_open()?;
+        let e = self.object_entry(id)?;
+        Ok(ObjectReader {
+            store: self.clone(),
+            id: *id,
+            size: e.size,
+            chunked: e.kind == RecordKind::Root,
+            root_level: 0,
+            pos: 0,
+            path: Vec::new(),
+            chunk: Vec::new(),
+            chunk_start: 0,
+            verify: false,
+            failed: None,
+        })
+    }
+
+    /// Ids of every object, in id order.
+    pub fn ids(&self) -> Result<Vec<ObjectId>> {
+        let mut out = Vec::new();
+        self.for_each_entry(|id, e| {
+            if e.is_object() {
+                out.push(id);
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Calls `f` for every index entry (objects, chunks and lists) of one
+    /// snapshot, in id order.
+    pub(crate) fn for_each_entry(&self, mut f: impl FnMut(ObjectId, Entry) -> Result<()>) -> Result<()> {
+        self.check_open()?;
+        let kind = self.hash_kind();
+        let r = self.inner.index.read()?;
+        let mut range = r.prefix(&[KEY_ENTRY], false);
+        while let Some(item) = range.next_entry() {
+            let (k, v) = item?;
+            let id = ObjectId::from_bytes(kind, k.get(1..).unwrap_or(&[]))
+                .map_err(|_| Error::corrupt("index: a key has the wrong id length; run `bale obj repair`"))?;
+            let e = Entry::decode(&v.to_vec()?, &id)?;
+            f(id, e)?;
+        }
+        Ok(())
+    }
+
+    /// Contents of many objects, yielded in the order their records lie on
+    /// disk (pack by pack, offset by offset) so the reads are sequential.
+    /// Missing ids are reported as `NOT_FOUND` items.
+    pub fn get_many_in_disk_order(&self, ids: &[ObjectId]) -> Result<Vec<(ObjectId, Result<Vec<u8>>)>> {
+        self.check_open()?;
+        let mut located = Vec::with_capacity(ids.len());
+        let mut missing = Vec::new();
+        {
+            let r = self.inner.index.read()?;
+            for id in ids {
+                match r.get(&super::entry::entry_key(id))? {
+                    Some(v) => {
+                        let e = Entry::decode(&v.to_vec()?, id)?;
+                        if e.is_object() { located.push((e.loc, *id)) } else { missing.push(*id) }
+                    }
+                    None => missing.push(*id),
+                }
+            }
+        }
+        located.sort();
+        located.dedup();
+        let mut out = Vec::with_capacity(located.len() + missing.len());
+        for (_, id) in located {
+            let v = self.get(&id);
+            out.push((id, v));
+        }
+        for id in missing {
+            out.push((id, Err(not_found(&id))));
+        }
+        Ok(out)
+    }
+}
+
+/// Counts and sizes of a whole store, from one index snapshot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ObjectStats {
+    /// Stored objects, and the sum of their lengths.
+    pub objects: u64,
+    pub logical_bytes: u64,
+    /// Records the index names (objects stored whole, chunks, lists), and
+    /// the bytes they take on disk, headers included.
+    pub records: u64,
+    pub stored_bytes: u64,
+    pub chunked_objects: u64,
+    pub chunks: u64,
+    /// Records still in staging files (not yet packed).
+    pub staged_records: u64,
+    pub compressed_records: u64,
+}
+
+impl ObjectStore {
+    /// Counts and sizes: what the objects hold against what they take.
+    pub fn stats(&self) -> Result<ObjectStats> {
+        let mut st = ObjectStats::default();
+        self.for_each_entry(|_, e| {
+            st.records += 1;
+            st.stored_bytes += e.record_len();
+            if e.is_object() {
+                st.objects += 1;
+                st.logical_bytes += e.size;
+            }
+            match e.kind {
+                RecordKind::Root => st.chunked_objects += 1,
+                RecordKind::Chunk => st.chunks += 1,
+                RecordKind::Blob if e.flags & super::entry::FLAG_MEMBER != 0 => st.chunks += 1,
+                _ => {}
+            }
+            if e.loc.area == Area::Staging {
+                st.staged_records += 1;
+            }
+            if e.codec != super::record::CODEC_RAW {
+                st.compressed_records += 1;
+            }
+            Ok(())
+        })?;
+        Ok(st)
+    }
+}
+
+pub(crate) fn meta_of(id: ObjectId, e: &Entry) -> ObjectMeta {
+    ObjectMeta {
+        id,
+        size: e.size,
+        stored_size: e.record_len(),
+        chunked: e.kind == RecordKind::Root,
+        packed: e.loc.area != Area::Staging,
+        compressed: e.codec != super::record::CODEC_RAW,
+    }
+}
+
+pub(crate) fn from_io(e: std::io::Error) -> Error {
+    match e.into_inner() {
+        Some(inner) => match inner.downcast::<Error>() {
+            Ok(b) => *b,
+            Err(other) => Error::new(ErrorKind::Io, other.to_string()),
+        },
+        None => Error::new(ErrorKind::Io, "read failed"),
+    }
+}
+
+/// One open chunk list on the path from the root to the current chunk.
+struct Level {
+    entries: Vec<ListEntry>,
+    /// Offset of each entry's first byte from `base`.
+    starts: Vec<u64>,
+    /// Where in the object this list's span starts, and its length.
+    base: u64,
+    span: u64,
+}
+
+/// A seekable stream over one object. It reads chunk by chunk, holding one
+/// chunk and one list per level in memory. Errors are sticky.
+pub struct ObjectReader {
+    store: ObjectStore,
+    id: ObjectId,
+    size: u64,
+    chunked: bool,
+    root_level: u8,
+    pos: u64,
+    path: Vec<Level>,
+    chunk: Vec<u8>,
+    chunk_start: u64,
+    verify: bool,
+    failed: Option<(ErrorKind, String)>,
+}
+
+impl ObjectReader {
+    pub fn id(&self) -> ObjectId {
+        self.id
+    }
+
+    pub fn len(&self) -> u64 {
+        self.size
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.size == 0
+    }
+
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// Hash every chunk read and compare it with its id.
+    pub fn set_verify(&mut self, on: bool) {
+        self.verify = on;
+    }
+
+    pub fn seek_to(&mut self, pos: u64) {
+        self.pos = pos.min(self.size);
+    }
+
+    /// Reads some bytes at the current position; 0 at the end.
+    pub fn read_some(&mut self, out: &mut [u8]) -> Result<usize> {
+        if let Some((k, m)) = &self.failed {
+            return Err(Error::new(*k, m.clone()));
+        }
+        if self.pos >= self.size || out.is_empty() {
+            return Ok(0);
+        }
+        let in_chunk = self.pos >= self.chunk_start && self.pos < self.chunk_start + self.chunk.len() as u64;
+        if !in_chunk && let Err(e) = self.load(self.pos) {
+            self.failed = Some((e.kind(), e.message().to_string()));
+            return Err(e);
+        }
+        let at = (self.pos - self.chunk_start) as usize;
+        let n = out.len().min(self.chunk.len() - at);
+        out[..n].copy_from_slice(&self.chunk[at..at + n]);
+        self.pos += n as u64;
+        Ok(n)
+    }
+
+    /// Loads the chunk holding byte `pos`, reusing the lists on the path
+    /// to the previous chunk where they still cover `pos`.
+    fn load(&mut self, pos: u64) -> Result<()> {
+        let store = self.store.clone();
+        if !self.chunked {
+            store.payload(&self.id, &mut self.chunk)?;
+            self.chunk_start = 0;
+            return self.check_chunk(self.id, self.size);
+        }
+        let id_len = store.hash_kind().id_len();
+        if self.path.is_empty() {
+            let mut buf = Vec::new();
+            let (_, h) = store.payload(&self.id, &mut buf)?;
+            let list = decode_list(&buf, id_len, h.level)?;
+            if h.kind != RecordKind::Root || list.total != self.size {
+                return Err(Error::corrupt(format!("object {}: its chunk list does not add up to its size", self.id)));
+            }
+            self.root_level = h.level;
+            self.path.push(level_of(list.entries, 0, self.size));
+        }
+        while self.path.len() > 1 && self.path.last().is_some_and(|l| pos < l.base || pos - l.base >= l.span) {
+            self.path.pop();
+        }
+        loop {
+            let depth = self.path.len() - 1;
+            let Some(lv) = self.path.last() else { return Err(Error::corrupt("chunk list path is empty")) };
+            let rel = pos - lv.base;
+            let i = lv.starts.partition_point(|&s| s <= rel).saturating_sub(1);
+            let (Some(&start), Some(&entry)) = (lv.starts.get(i), lv.entries.get(i)) else {
+                return Err(Error::corrupt(format!("object {}: a chunk list is empty", self.id)));
+            };
+            let entry_start = lv.base + start;
+            let level = self.root_level as usize - depth;
+            if level == 0 {
+                let mut chunk = std::mem::take(&mut self.chunk);
+                let r = store.payload(&entry.id, &mut chunk);
+                self.chunk = chunk;
+                let (e, _) = r?;
+                if !e.kind.is_content() {
+                    return Err(Error::corrupt(format!("object {}: a chunk list names a list as a chunk", self.id)));
+                }
+                self.chunk_start = entry_start;
+                return self.check_chunk(entry.id, entry.len);
+            }
+            let mut buf = Vec::new();
+            let (_, h) = store.payload(&entry.id, &mut buf)?;
+            if h.kind != RecordKind::List
+                || h.level as usize != level - 1
+                || store.hash_kind().list_id(&buf) != entry.id
+            {
+                return Err(Error::corrupt(format!(
+                    "object {}: a chunk list is damaged; run `bale obj validate`",
+                    self.id
+                )));
+            }
+            let list = decode_list(&buf, id_len, h.level)?;
+            if list.total != entry.len {
+                return Err(Error::corrupt(format!("object {}: a chunk list does not add up", self.id)));
+            }
+            self.path.push(level_of(list.entries, entry_start, entry.len));
+        }
+    }
+
+    fn check_chunk(&self, id: ObjectId, len: u64) -> Result<()> {
+        if self.chunk.len() as u64 != len {
+            return Err(Error::corrupt(format!("object {}: a chunk has the wrong length", self.id)));
+        }
+        if self.verify && self.store.hash_kind().hash(&self.chunk) != id {
+            return Err(Error::new(
+                ErrorKind::ChecksumMismatch,
+                format!("object {}: a chunk does not match its id; run `bale obj validate`", self.id),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn level_of(entries: Vec<ListEntry>, base: u64, span: u64) -> Level {
+    let mut starts = Vec::with_capacity(entries.len());
+    let mut at = 0u64;
+    for e in &entries {
+        starts.push(at);
+        at += e.len;
+    }
+    Level { entries, starts, base, span }
+}
+
+impl Read for ObjectReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.read_some(buf).map_err(std::io::Error::other)
+    }
+}
+
+impl Seek for ObjectReader {
+    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
+        let target = match to {
+            SeekFrom::Start(p) => Some(p),
+            SeekFrom::End(d) => self.size.checked_add_signed(d),
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+        };
+        match target {
+            Some(p) => {
+                self.pos = p;
+                Ok(p)
+            }
+            None => Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "seek before the start")),
+        }
+    }
+}

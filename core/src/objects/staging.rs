@@ -1,0 +1,98 @@
+//! Pack-file headers, and the staging file each writing handle appends its
+//! records to (FORMAT.md, "Pack and staging files").
+
+use std::sync::Arc;
+
+use super::config::{OBJECTS_VERSION, wrong_kind};
+use super::dir::Dir;
+use super::entry::Area;
+use super::store::{STAGING_DIR, file_name, random_u64};
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::header::{FileKind, HEADER_LEN, Header};
+use crate::io::Storage;
+
+/// Records start right after the file header.
+pub const PACK_DATA_START: u64 = HEADER_LEN as u64;
+
+pub fn pack_header(store_id: &[u8; 16], area: Area, n: u64) -> [u8; HEADER_LEN] {
+    let mut params = [0u8; 32];
+    params[0..16].copy_from_slice(store_id);
+    params[16] = area.code();
+    params[24..32].copy_from_slice(&n.to_le_bytes());
+    Header { kind: FileKind::Pack, version: OBJECTS_VERSION, page_size: 0, block_log2: 0, params }.encode()
+}
+
+/// Checks that a pack or staging file belongs to this store, area and number.
+pub fn check_pack_header(f: &dyn Storage, store_id: &[u8; 16], area: Area, n: u64) -> Result<()> {
+    let name = file_name(area, n);
+    let len = f.len()?;
+    let mut b = [0u8; HEADER_LEN];
+    let got = (len as usize).min(HEADER_LEN);
+    f.read_exact_at(&mut b[..got], 0)?;
+    let h = Header::decode(&b[..got], FileKind::Pack, OBJECTS_VERSION)
+        .map_err(wrong_kind)
+        .map_err(|e| Error::new(e.kind(), format!("{name}: {}", e.message())))?;
+    let want = pack_header(store_id, area, n);
+    if h.params[0..16] != want[24..40] {
+        return Err(Error::corrupt(format!("{name} belongs to another object store")));
+    }
+    if h.params[16..32] != want[40..56] {
+        return Err(Error::corrupt(format!("{name}: its header names another file")));
+    }
+    Ok(())
+}
+
+/// A staging file this handle appends to. It holds the file's writer lock
+/// for as long as it lives, so the packer leaves the file alone; dropping
+/// it closes the file and so releases the lock.
+pub struct Staging {
+    pub file: Arc<dyn Storage>,
+    pub number: u64,
+    /// Where the next record goes.
+    pub len: u64,
+    /// Bytes made durable by the last sync.
+    pub synced: u64,
+}
+
+impl Staging {
+    /// Creates a new staging file under a fresh random name and makes its
+    /// header and directory entry durable.
+    pub fn create(dir: &dyn Dir, store_id: &[u8; 16]) -> Result<Staging> {
+        for _ in 0..16 {
+            let n = random_u64();
+            let f = match dir.create_new(&file_name(Area::Staging, n)) {
+                Ok(f) => f,
+                Err(e)
+                    if e.kind() == ErrorKind::Io
+                        && e.io_error().map(|x| x.kind()) == Some(std::io::ErrorKind::AlreadyExists) =>
+                {
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            f.lock_writer(false)?;
+            f.write_all_at(&pack_header(store_id, Area::Staging, n), 0)?;
+            f.sync()?;
+            dir.sync_dir(STAGING_DIR)?;
+            return Ok(Staging { file: f, number: n, len: PACK_DATA_START, synced: PACK_DATA_START });
+        }
+        Err(Error::new(ErrorKind::Conflict, "could not find a free staging file name"))
+    }
+
+    /// Appends one encoded record; returns its offset.
+    pub fn append(&mut self, record: &[u8]) -> Result<u64> {
+        let at = self.len;
+        self.file.write_all_at(record, at)?;
+        self.len += record.len() as u64;
+        Ok(at)
+    }
+
+    /// Makes every appended record durable.
+    pub fn sync(&mut self) -> Result<()> {
+        if self.synced < self.len {
+            self.file.sync()?;
+            self.synced = self.len;
+        }
+        Ok(())
+    }
+}

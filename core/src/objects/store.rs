@@ -1,0 +1,419 @@
+//! Opening an object store (a directory, or one tree-store file), and the
+//! lookups every operation shares.
+
+use std::collections::HashMap;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::config::{CONFIG_LEN, Config, OBJECTS_VERSION, wrong_kind};
+use super::dir::{Dir, DirLock, LockMode};
+use super::entry::{Area, Entry, KEY_CONFIG, Location, entry_key, record_key};
+use super::hash::{HashKind, ObjectId};
+use super::record::{RECORD_HEADER_LEN, RecordHeader};
+use super::staging::Staging;
+use crate::btree::{Options, Store};
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::header::{FileKind, HEADER_LEN, Header};
+use crate::io::Storage;
+
+/// Lock bytes of the `lock` file (FORMAT.md, "Object store locks").
+pub(crate) const LOCK_USERS: u64 = 0;
+pub(crate) const LOCK_PACKER: u64 = 1;
+
+pub(crate) const INDEX_NAME: &str = "index";
+pub(crate) const CONFIG_NAME: &str = "config";
+pub(crate) const STAGING_DIR: &str = "staging";
+pub(crate) const PACKS_DIR: &str = "packs";
+
+/// How to open an object store.
+#[derive(Debug, Clone, Default)]
+pub struct ObjectOptions {
+    /// Create the store when it does not exist.
+    pub create: bool,
+    /// Open for reading only: no locks are taken and nothing is written.
+    pub readonly: bool,
+    /// For a new store: one tree-store file instead of a directory.
+    pub single_file: bool,
+    /// For a new store: its parameters (the store id is chosen here).
+    pub config: Config,
+    /// Open even when the index is missing or unreadable, with an empty
+    /// index in its place, so that [`ObjectStore::rebuild_index`] can
+    /// recreate it.
+    pub repair: bool,
+}
+
+impl ObjectOptions {
+    pub fn create() -> ObjectOptions {
+        ObjectOptions { create: true, ..ObjectOptions::default() }
+    }
+}
+
+pub(crate) struct Inner {
+    pub dir: Option<Arc<dyn Dir>>,
+    pub config: Config,
+    pub index: Store,
+    pub readonly: bool,
+    /// This handle's store-level locks (directory stores opened writable).
+    pub lock: Option<Box<dyn DirLock>>,
+    pub staging: Mutex<Option<Arc<Mutex<Staging>>>>,
+    files: Mutex<HashMap<(Area, u64), Arc<dyn Storage>>>,
+    closed: AtomicBool,
+}
+
+/// A content-addressed object store. Cloning gives another reference to
+/// the same handle; handles are safe to share between threads.
+#[derive(Clone)]
+pub struct ObjectStore {
+    pub(crate) inner: Arc<Inner>,
+}
+
+/// Open read handles kept per store handle before the cache is emptied.
+const MAX_OPEN_FILES: usize = 256;
+
+pub(crate) fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A random 64-bit number for names and store ids (no cryptographic
+/// strength needed: creates are exclusive, a clash is retried).
+pub(crate) fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
+    h.write_u32(std::process::id());
+    h.finish()
+}
+
+fn index_options(create: bool, readonly: bool) -> Options {
+    Options { create, readonly, wait_for_writer: true, ..Options::default() }
+}
+
+impl ObjectStore {
+    /// Opens the store at `path`: a directory store, or a single-file store
+    /// when `path` is a file (or `opts.single_file` and it does not exist).
+    #[cfg(unix)]
+    pub fn open(path: impl AsRef<std::path::Path>, opts: ObjectOptions) -> Result<ObjectStore> {
+        let path = path.as_ref();
+        let is_file = std::fs::metadata(path).map(|m| m.is_file()).unwrap_or(opts.single_file);
+        if is_file {
+            let store = Store::open(path, index_options(opts.create, opts.readonly))?;
+            return ObjectStore::from_tree(store, &opts);
+        }
+        if opts.create && !opts.readonly {
+            std::fs::create_dir_all(path)
+                .map_err(|e| Error::io(&format!("cannot create directory {}", path.display()), e))?;
+        } else if !path.exists() {
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!("{}: no such object store; pass create=true to make one", path.display()),
+            ));
+        }
+        ObjectStore::open_dir(Arc::new(super::dir::FsDir::new(path)), opts)
+    }
+
+    /// Opens a directory store through any [`Dir`] backend.
+    pub fn open_dir(dir: Arc<dyn Dir>, opts: ObjectOptions) -> Result<ObjectStore> {
+        if !dir.exists(CONFIG_NAME)? {
+            if !opts.create || opts.readonly {
+                let what = if dir.list("")?.is_empty() { "no object store" } else { "not an object store (no config)" };
+                return Err(Error::new(
+                    ErrorKind::NotFound,
+                    format!("{}: {what}; pass create=true to make one", dir.display()),
+                ));
+            }
+            init_dir(&*dir, &opts.config)?;
+        }
+        let config = read_config(&*dir)?;
+        let lock = if opts.readonly {
+            None
+        } else {
+            let l = dir.lock_file()?;
+            if !l.set(LOCK_USERS, LockMode::Shared, false)? {
+                return Err(maintenance_running());
+            }
+            Some(l)
+        };
+        let opened = dir
+            .open_index(INDEX_NAME, false, opts.readonly)
+            .and_then(|storage| Store::open_storage(storage, index_options(false, opts.readonly)));
+        let index = match opened {
+            Ok(i) => i,
+            Err(e) if opts.repair && e.kind() != ErrorKind::Locked && e.kind() != ErrorKind::Io => {
+                Store::open_storage(Arc::new(crate::io::MemStorage::new()), index_options(true, false))?
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(ObjectStore::new(Some(dir), config, index, opts.readonly, lock))
+    }
+
+    /// Uses an open tree store as a single-file object store.
+    pub fn from_tree(index: Store, opts: &ObjectOptions) -> Result<ObjectStore> {
+        let config = match index.get(KEY_CONFIG)? {
+            Some(b) => Config::decode(&b).map_err(wrong_kind)?,
+            None if index.is_empty()? && opts.create && !opts.readonly => {
+                let mut c = opts.config;
+                c.validate()?;
+                c.store_id = new_store_id();
+                let mut t = index.write()?;
+                t.put(KEY_CONFIG, &c.encode())?;
+                t.commit()?;
+                c
+            }
+            None => {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    "this tree store holds no object store (no config key); open it as a tree store",
+                ));
+            }
+        };
+        Ok(ObjectStore::new(None, config, index, opts.readonly, None))
+    }
+
+    fn new(
+        dir: Option<Arc<dyn Dir>>,
+        config: Config,
+        index: Store,
+        readonly: bool,
+        lock: Option<Box<dyn DirLock>>,
+    ) -> ObjectStore {
+        ObjectStore {
+            inner: Arc::new(Inner {
+                dir,
+                config,
+                index,
+                readonly,
+                lock,
+                staging: Mutex::new(None),
+                files: Mutex::new(HashMap::new()),
+                closed: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    pub fn hash_kind(&self) -> HashKind {
+        self.inner.config.hash
+    }
+
+    /// True for a store kept in one tree-store file.
+    pub fn is_single_file(&self) -> bool {
+        self.inner.dir.is_none()
+    }
+
+    pub fn is_readonly(&self) -> bool {
+        self.inner.readonly
+    }
+
+    pub fn format_version(&self) -> u16 {
+        OBJECTS_VERSION
+    }
+
+    /// The index (for a single-file store, the whole store).
+    pub fn index(&self) -> &Store {
+        &self.inner.index
+    }
+
+    /// Ends this handle: its staging file is released for the packer and
+    /// its locks dropped. Later calls fail with `CLOSED`.
+    pub fn close(&self) -> Result<()> {
+        self.inner.closed.store(true, Ordering::SeqCst);
+        guard(&self.inner.staging).take();
+        guard(&self.inner.files).clear();
+        if let Some(l) = &self.inner.lock {
+            l.set(LOCK_USERS, LockMode::Unlocked, false)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.inner.closed.load(Ordering::SeqCst) {
+            return Err(Error::new(ErrorKind::Closed, "the object store was closed"));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        self.check_open()?;
+        if self.inner.readonly {
+            return Err(Error::invalid("the object store was opened read-only"));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn dir(&self) -> Result<&Arc<dyn Dir>> {
+        self.inner.dir.as_ref().ok_or_else(|| Error::invalid("a single-file object store has no packs"))
+    }
+
+    /// The index entry of `id`, from the newest commit.
+    pub(crate) fn entry(&self, id: &ObjectId) -> Result<Option<Entry>> {
+        match self.inner.index.get(&entry_key(id))? {
+            Some(b) => Ok(Some(Entry::decode(&b, id)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Runs `f` under the exclusive store lock (maintenance): fails with
+    /// `LOCKED` while any other handle, in any process, has the store open
+    /// for writing.
+    pub(crate) fn exclusive<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.check_writable()?;
+        let Some(lock) = &self.inner.lock else {
+            // A single-file store: the tree store's writer lock serializes.
+            return f();
+        };
+        if !lock.set(LOCK_USERS, LockMode::Exclusive, false)? {
+            return Err(Error::new(
+                ErrorKind::Locked,
+                "another handle or process has the object store open; close it and retry",
+            ));
+        }
+        // The staging file of this handle is sealed first, so that the
+        // maintenance sees every record.
+        guard(&self.inner.staging).take();
+        let r = f();
+        let back = lock.set(LOCK_USERS, LockMode::Shared, true);
+        let v = r?;
+        back?;
+        Ok(v)
+    }
+
+    /// The file holding records of `area` number `n`, opened once per handle.
+    pub(crate) fn file(&self, area: Area, n: u64) -> Result<Arc<dyn Storage>> {
+        if let Some(f) = guard(&self.inner.files).get(&(area, n)) {
+            return Ok(f.clone());
+        }
+        let f = self.dir()?.open(&file_name(area, n), false)?;
+        let mut files = guard(&self.inner.files);
+        if files.len() >= MAX_OPEN_FILES {
+            files.clear();
+        }
+        files.insert((area, n), f.clone());
+        Ok(f)
+    }
+
+    pub(crate) fn forget_file(&self, area: Area, n: u64) {
+        guard(&self.inner.files).remove(&(area, n));
+    }
+
+    /// Reads and verifies the record `entry` names, returning its header
+    /// and raw payload. `NOT_FOUND` means the file was removed (the record
+    /// moved): look the id up again.
+    pub(crate) fn read_record(&self, id: &ObjectId, e: &Entry, out: &mut Vec<u8>) -> Result<RecordHeader> {
+        let id_len = self.inner.config.hash.id_len();
+        let (h, stored) = if e.loc.area == Area::Inline {
+            let b = self.inner.index.get(&record_key(id))?.ok_or_else(|| {
+                Error::corrupt(format!(
+                    "object {id}: its record is missing from the store file; run `bale obj validate`"
+                ))
+            })?;
+            let h = RecordHeader::decode(&b, id_len, 0)?;
+            let stored = b.get(RECORD_HEADER_LEN..).unwrap_or(&[]).to_vec();
+            (h, stored)
+        } else {
+            let f = self.file(e.loc.area, e.loc.file)?;
+            let mut buf = vec![0u8; e.record_len() as usize];
+            f.read_exact_at(&mut buf, e.loc.offset).map_err(|err| in_file(err, e.loc))?;
+            let h = RecordHeader::decode(&buf, id_len, e.loc.offset).map_err(|err| in_file(err, e.loc))?;
+            buf.drain(..RECORD_HEADER_LEN);
+            (h, buf)
+        };
+        if h.id != *id || h.kind != e.kind || h.stored_len != e.stored_len {
+            return Err(Error::corrupt(format!(
+                "{}: the record there is not the one the index names for {id}; run `bale obj validate`",
+                loc_name(e.loc)
+            )));
+        }
+        h.decode_payload_into(&stored, e.loc.offset, out).map_err(|err| in_file(err, e.loc))?;
+        Ok(h)
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Staging files are released (unlocked) by closing them.
+        guard(&self.staging).take();
+    }
+}
+
+fn maintenance_running() -> Error {
+    Error::new(
+        ErrorKind::Locked,
+        "a maintenance operation (repack, delete, repair) holds the object store; retry later",
+    )
+}
+
+pub(crate) fn file_name(area: Area, n: u64) -> String {
+    match area {
+        Area::Staging => format!("{STAGING_DIR}/{n:016x}.pack"),
+        Area::Pack | Area::Inline => format!("{PACKS_DIR}/{n}.pack"),
+    }
+}
+
+pub(crate) fn loc_name(loc: Location) -> String {
+    match loc.area {
+        Area::Inline => "the store file".to_string(),
+        a => format!("{} at offset {}", file_name(a, loc.file), loc.offset),
+    }
+}
+
+/// Names the file in an error about its bytes.
+fn in_file(e: Error, loc: Location) -> Error {
+    if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::Io) {
+        return e;
+    }
+    Error::new(e.kind(), format!("{}: {}", file_name(loc.area, loc.file), e.message()))
+}
+
+fn new_store_id() -> [u8; 16] {
+    let mut id = [0u8; 16];
+    id[..8].copy_from_slice(&random_u64().to_le_bytes());
+    id[8..].copy_from_slice(&random_u64().to_le_bytes());
+    id
+}
+
+/// Creates the files of a new store; the config is written last, by an
+/// atomic rename, so a crash leaves either no store or a complete one.
+fn init_dir(dir: &dyn Dir, config: &Config) -> Result<()> {
+    let mut c = *config;
+    c.validate()?;
+    c.store_id = new_store_id();
+    dir.create_dir(STAGING_DIR)?;
+    dir.create_dir(PACKS_DIR)?;
+    drop(dir.lock_file()?);
+    let index = dir.open_index(INDEX_NAME, true, false)?;
+    Store::open_storage(index, index_options(true, false))?.close()?;
+    let tmp = "config.tmp";
+    if dir.exists(tmp)? {
+        dir.remove(tmp)?;
+    }
+    let f = dir.create_new(tmp)?;
+    f.write_all_at(&c.encode(), 0)?;
+    f.sync()?;
+    drop(f);
+    dir.sync_dir("")?;
+    dir.rename(tmp, CONFIG_NAME)?;
+    dir.sync_dir("")
+}
+
+fn read_config(dir: &dyn Dir) -> Result<Config> {
+    let f = dir.open(CONFIG_NAME, false)?;
+    let len = f.len()?;
+    if len != CONFIG_LEN as u64 {
+        if len >= 8 {
+            let mut head = [0u8; HEADER_LEN];
+            let n = (len as usize).min(HEADER_LEN);
+            f.read_exact_at(&mut head[..n], 0)?;
+            Header::decode(&head[..n], FileKind::ObjectConfig, OBJECTS_VERSION).map_err(wrong_kind)?;
+        }
+        return Err(Error::corrupt(format!(
+            "object store config is {len} bytes instead of {CONFIG_LEN}; the store is damaged"
+        )));
+    }
+    let mut b = [0u8; CONFIG_LEN];
+    f.read_exact_at(&mut b, 0)?;
+    Config::decode(&b)
+}

@@ -1,0 +1,447 @@
+//! `validate` rehashes what the index names and checks how it fits
+//! together; `rebuild_index` recreates the index from the records alone.
+
+use std::collections::HashMap;
+use std::io::Read;
+
+use super::chunk_list::decode_list;
+use super::dir::Dir;
+use super::entry::{Area, Entry, FLAG_MEMBER, FLAG_OBJECT, Location, PackInfo, entry_key, pack_key};
+use super::hash::ObjectId;
+use super::pack::Progress;
+use super::read::from_io;
+use super::record::{RECORD_HEADER_LEN, RECORD_MAGIC, RecordHeader, RecordKind};
+use super::staging::{PACK_DATA_START, check_pack_header};
+use super::store::{INDEX_NAME, ObjectStore, PACKS_DIR, STAGING_DIR, file_name};
+use crate::btree::{Options, ReadOps, Store};
+use crate::error::{Error, ErrorKind, Result};
+use crate::format::checksum::checksum;
+use crate::io::Storage;
+
+/// One thing `validate` found wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectProblem {
+    /// The record or object concerned, when there is one.
+    pub id: Option<ObjectId>,
+    /// The error code a read would give (`CORRUPT`, `CHECKSUM_MISMATCH`,
+    /// `NOT_FOUND` for a dangling chunk reference).
+    pub code: &'static str,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ValidateReport {
+    pub objects_checked: u64,
+    pub records_checked: u64,
+    pub bytes_checked: u64,
+    pub problems: Vec<ObjectProblem>,
+}
+
+impl ValidateReport {
+    pub fn is_ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    fn add(&mut self, id: Option<ObjectId>, e: &Error) {
+        if self.problems.len() < MAX_PROBLEMS {
+            self.problems.push(ObjectProblem { id, code: e.code(), message: e.message().to_string() });
+        }
+    }
+}
+
+/// Problems listed before `validate` stops listing (it still counts on).
+const MAX_PROBLEMS: usize = 10_000;
+
+impl ObjectStore {
+    /// Reads and rehashes every record (or, with `sample_percent` below
+    /// 100, the objects whose id falls in that share, with their chunks),
+    /// and checks that records do not overlap and that every chunk an
+    /// object names exists.
+    pub fn validate(&self, sample_percent: f64, progress: Progress<'_>) -> Result<ValidateReport> {
+        self.check_open()?;
+        if !(0.0..=100.0).contains(&sample_percent) {
+            return Err(Error::invalid("sample must be a percentage from 0 to 100"));
+        }
+        let mut report = ValidateReport::default();
+        let mut entries: Vec<(ObjectId, Entry)> = Vec::new();
+        self.for_each_entry(|id, e| {
+            entries.push((id, e));
+            Ok(())
+        })?;
+        let full = sample_percent >= 100.0;
+        let threshold = (sample_percent / 100.0 * u64::MAX as f64) as u64;
+        let sampled = |id: &ObjectId| {
+            full || id.as_bytes().get(..8).and_then(|b| b.try_into().ok()).map(u64::from_be_bytes).unwrap_or(0)
+                < threshold
+        };
+        if full {
+            self.check_layout(&entries, &mut report)?;
+        }
+        let by_id: HashMap<ObjectId, Entry> = entries.iter().copied().collect();
+        entries.sort_by_key(|(_, e)| e.loc);
+        let planned: u64 = entries.iter().map(|(_, e)| e.record_len()).sum();
+        let mut done = 0;
+        let mut buf = Vec::new();
+        for (id, e) in &entries {
+            done += e.record_len();
+            if !(full || e.is_object() && sampled(id)) {
+                continue;
+            }
+            report.records_checked += 1;
+            report.bytes_checked += e.record_len();
+            if let Err(err) = self.check_record(id, e, &by_id, &mut buf) {
+                report.add(Some(*id), &err);
+            }
+            if e.is_object() {
+                report.objects_checked += 1;
+                if e.kind == RecordKind::Root
+                    && let Err(err) = self.check_chunked(id, &mut report)
+                {
+                    report.add(Some(*id), &err);
+                }
+            }
+            progress(done, planned);
+        }
+        Ok(report)
+    }
+
+    /// Records must lie inside their files, after the header, and never
+    /// overlap; pack records must lie below the pack's committed length.
+    fn check_layout(&self, entries: &[(ObjectId, Entry)], report: &mut ValidateReport) -> Result<()> {
+        let mut locs: Vec<(Location, u64, ObjectId)> = entries
+            .iter()
+            .filter(|(_, e)| e.loc.area != Area::Inline)
+            .map(|(id, e)| (e.loc, e.record_len(), *id))
+            .collect();
+        locs.sort();
+        let r = self.inner.index.read()?;
+        let mut prev: Option<(Location, u64)> = None;
+        for (loc, len, id) in locs {
+            let end = loc.offset.saturating_add(len);
+            if loc.offset < PACK_DATA_START {
+                report.add(Some(id), &Error::corrupt(format!("index places {id} inside the file header")));
+            }
+            if let Some((p, pend)) = prev
+                && p.area == loc.area
+                && p.file == loc.file
+                && loc.offset < pend
+            {
+                report.add(
+                    Some(id),
+                    &Error::corrupt(format!(
+                        "record {id} overlaps the record before it in {}",
+                        file_name(loc.area, loc.file)
+                    )),
+                );
+            }
+            if loc.area == Area::Pack {
+                match r.get(&pack_key(loc.file))? {
+                    Some(v) => {
+                        let info = PackInfo::decode(&v.to_vec()?, loc.file)?;
+                        if end > info.len {
+                            report.add(
+                                Some(id),
+                                &Error::corrupt(format!(
+                                    "record {id} lies past the committed end of pack {}",
+                                    loc.file
+                                )),
+                            );
+                        }
+                    }
+                    None => report.add(
+                        Some(id),
+                        &Error::corrupt(format!("index names pack {} but has no length for it", loc.file)),
+                    ),
+                }
+            }
+            prev = Some((loc, end));
+        }
+        Ok(())
+    }
+
+    /// Reads one record and checks it against its id and entry.
+    fn check_record(
+        &self,
+        id: &ObjectId,
+        e: &Entry,
+        by_id: &HashMap<ObjectId, Entry>,
+        buf: &mut Vec<u8>,
+    ) -> Result<()> {
+        let h = self.read_record(id, e, buf)?;
+        let kind = self.hash_kind();
+        let mismatch = |what: &str| Error::new(ErrorKind::ChecksumMismatch, format!("record {id}: {what}"));
+        match h.kind {
+            RecordKind::Blob | RecordKind::Chunk => {
+                if kind.hash(buf) != *id {
+                    return Err(mismatch("content does not hash to its id"));
+                }
+                if buf.len() as u64 != e.size {
+                    return Err(Error::corrupt(format!(
+                        "record {id}: the index gives size {}, the record holds {}",
+                        e.size,
+                        buf.len()
+                    )));
+                }
+            }
+            RecordKind::List | RecordKind::Root => {
+                if h.kind == RecordKind::List && kind.list_id(buf) != *id {
+                    return Err(mismatch("chunk list does not hash to its id"));
+                }
+                let list = decode_list(buf, kind.id_len(), h.level)?;
+                if list.total != e.size {
+                    return Err(Error::corrupt(format!(
+                        "chunk list {id}: spans {} bytes, the index says {}",
+                        list.total, e.size
+                    )));
+                }
+                for le in &list.entries {
+                    let Some(c) = by_id.get(&le.id) else {
+                        return Err(Error::new(
+                            ErrorKind::NotFound,
+                            format!("chunk list {id} names {}, which is missing", le.id),
+                        ));
+                    };
+                    let fits = if h.level == 0 { c.kind.is_content() } else { c.kind == RecordKind::List };
+                    if !fits || c.size != le.len || c.flags & FLAG_MEMBER == 0 {
+                        return Err(Error::corrupt(format!(
+                            "chunk list {id} names {} with the wrong kind or length",
+                            le.id
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Streams a chunked object, checking each chunk against its id and
+    /// the whole against the object's id.
+    fn check_chunked(&self, id: &ObjectId, report: &mut ValidateReport) -> Result<()> {
+        let mut r = self.reader(id)?;
+        r.set_verify(true);
+        let mut h = self.hash_kind().hasher();
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let n = r.read(&mut buf).map_err(from_io)?;
+            if n == 0 {
+                break;
+            }
+            h.update(&buf[..n]);
+            report.bytes_checked += n as u64;
+        }
+        if h.finish() != *id {
+            return Err(Error::new(
+                ErrorKind::ChecksumMismatch,
+                format!("object {id}: its chunks do not hash to its id"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Recreates the index from the records in the packs and staging files
+    /// alone (the index was lost or damaged). Records are verified against
+    /// their ids; a damaged stretch of a file is skipped up to the next
+    /// intact record. Objects deleted but not yet repacked come back.
+    /// Needs exclusive use of the store.
+    pub fn rebuild_index(&self, progress: Progress<'_>) -> Result<RebuildReport> {
+        self.exclusive(|| {
+            let dir = self.dir()?.clone();
+            let mut report = RebuildReport::default();
+            let mut found: HashMap<ObjectId, Found> = HashMap::new();
+            let mut packs = Vec::new();
+            let mut files: Vec<(Area, u64)> = Vec::new();
+            for name in dir.list(PACKS_DIR)? {
+                if let Some(n) = name.strip_suffix(".pack").and_then(|s| s.parse::<u64>().ok()) {
+                    files.push((Area::Pack, n));
+                }
+            }
+            for name in dir.list(STAGING_DIR)? {
+                if let Some(n) =
+                    name.strip_suffix(".pack").filter(|s| s.len() == 16).and_then(|s| u64::from_str_radix(s, 16).ok())
+                {
+                    files.push((Area::Staging, n));
+                }
+            }
+            files.sort();
+            let mut planned = 0;
+            for (a, n) in &files {
+                planned += dir.open(&file_name(*a, *n), false)?.len()?;
+            }
+            let mut done = 0;
+            for (area, n) in files {
+                let f = dir.open(&file_name(area, n), false)?;
+                let size = f.len()?;
+                if let Err(e) = check_pack_header(&*f, &self.inner.config.store_id, area, n) {
+                    report.problems.push(format!("{}: {}; skipped", file_name(area, n), e.message()));
+                    continue;
+                }
+                let end = self.scan_file(&*f, area, n, &mut found, &mut report)?;
+                if area == Area::Pack {
+                    packs.push((n, end));
+                }
+                done += size;
+                progress(done, planned);
+            }
+            self.write_rebuilt(&*dir, found, &packs, &mut report)?;
+            Ok(report)
+        })
+    }
+
+    /// Collects every intact record of one file; returns the end of the
+    /// last one.
+    fn scan_file(
+        &self,
+        f: &dyn Storage,
+        area: Area,
+        n: u64,
+        found: &mut HashMap<ObjectId, Found>,
+        report: &mut RebuildReport,
+    ) -> Result<u64> {
+        let kind = self.hash_kind();
+        let len = f.len()?;
+        let mut off = PACK_DATA_START;
+        let mut end = PACK_DATA_START;
+        let mut head = [0u8; RECORD_HEADER_LEN];
+        let mut rec = Vec::new();
+        let mut raw = Vec::new();
+        while off + RECORD_HEADER_LEN as u64 <= len {
+            f.read_exact_at(&mut head, off)?;
+            let ok = RecordHeader::decode(&head, kind.id_len(), off).ok().filter(|h| off + h.total_len() <= len);
+            let Some(h) = ok else {
+                off = self.resync(f, off + 1, len)?;
+                report.skipped_ranges += 1;
+                continue;
+            };
+            rec.resize(h.stored_len as usize, 0);
+            f.read_exact_at(&mut rec, off + RECORD_HEADER_LEN as u64)?;
+            let genuine = checksum(&rec, 0) == h.payload_sum
+                && h.decode_payload_into(&rec, off, &mut raw).is_ok()
+                && match h.kind {
+                    RecordKind::Blob | RecordKind::Chunk => kind.hash(&raw) == h.id,
+                    RecordKind::List => kind.list_id(&raw) == h.id && decode_list(&raw, kind.id_len(), h.level).is_ok(),
+                    RecordKind::Root => decode_list(&raw, kind.id_len(), h.level).is_ok(),
+                };
+            if !genuine {
+                report.bad_records += 1;
+                off = self.resync(f, off + 1, len)?;
+                continue;
+            }
+            report.records += 1;
+            let size = match h.kind {
+                RecordKind::Blob | RecordKind::Chunk => raw.len() as u64,
+                _ => decode_list(&raw, kind.id_len(), h.level).map(|l| l.total).unwrap_or(0),
+            };
+            let members: Vec<ObjectId> = if h.kind.is_content() {
+                Vec::new()
+            } else {
+                decode_list(&raw, kind.id_len(), h.level)
+                    .map(|l| l.entries.iter().map(|e| e.id).collect())
+                    .unwrap_or_default()
+            };
+            let loc = Location { area, file: n, offset: off };
+            let cand = Found { header: h, loc, size, members };
+            match found.get(&h.id) {
+                // The first copy wins, but a blob (an object) beats a chunk.
+                Some(old) if !(old.header.kind == RecordKind::Chunk && h.kind == RecordKind::Blob) => {}
+                _ => {
+                    found.insert(h.id, cand);
+                }
+            }
+            off += h.total_len();
+            end = off;
+        }
+        Ok(end)
+    }
+
+    /// The offset of the next intact record header at or after `from`.
+    fn resync(&self, f: &dyn Storage, mut from: u64, len: u64) -> Result<u64> {
+        let id_len = self.hash_kind().id_len();
+        let mut buf = vec![0u8; 1 << 20];
+        while from + RECORD_HEADER_LEN as u64 <= len {
+            let n = ((len - from) as usize).min(buf.len());
+            f.read_exact_at(&mut buf[..n], from)?;
+            let mut i = 0;
+            while i + RECORD_HEADER_LEN <= n {
+                if buf[i..i + 4] == RECORD_MAGIC && RecordHeader::decode(&buf[i..], id_len, from + i as u64).is_ok() {
+                    return Ok(from + i as u64);
+                }
+                i += 1;
+            }
+            if n < RECORD_HEADER_LEN {
+                break;
+            }
+            from += (n - RECORD_HEADER_LEN + 1) as u64;
+        }
+        Ok(len)
+    }
+
+    fn write_rebuilt(
+        &self,
+        dir: &dyn Dir,
+        found: HashMap<ObjectId, Found>,
+        packs: &[(u64, u64)],
+        report: &mut RebuildReport,
+    ) -> Result<()> {
+        let mut member = std::collections::HashSet::new();
+        for f in found.values() {
+            member.extend(f.members.iter().copied());
+        }
+        let tmp = "index.rebuild";
+        if dir.exists(tmp)? {
+            dir.remove(tmp)?;
+        }
+        let storage = dir.open_index(tmp, true, false)?;
+        let page_size = self.inner.index.page_size();
+        let out = Store::open_storage(storage, Options { page_size, ..Options::create() })?;
+        let mut w = out.write()?;
+        let mut n = 0;
+        for (id, f) in &found {
+            let flags = match f.header.kind {
+                RecordKind::Root => FLAG_OBJECT,
+                RecordKind::List | RecordKind::Chunk => FLAG_MEMBER,
+                RecordKind::Blob => FLAG_OBJECT | if member.contains(id) { FLAG_MEMBER } else { 0 },
+            };
+            if flags & FLAG_OBJECT != 0 {
+                report.objects += 1;
+            }
+            w.put(&entry_key(id), &Entry::new(flags, &f.header, f.loc, f.size).encode())?;
+            n += 1;
+            if n % 100_000 == 0 {
+                w.commit()?;
+                w = out.write()?;
+            }
+        }
+        for (p, end) in packs {
+            w.put(&pack_key(*p), &PackInfo { len: *end }.encode())?;
+        }
+        w.commit()?;
+        out.close()?;
+        drop(out);
+        dir.sync_dir("")?;
+        dir.rename(tmp, INDEX_NAME)?;
+        dir.sync_dir("")?;
+        let fresh = dir.open_index(INDEX_NAME, false, false)?;
+        self.inner.index.install(fresh);
+        Ok(())
+    }
+}
+
+struct Found {
+    header: RecordHeader,
+    loc: Location,
+    size: u64,
+    members: Vec<ObjectId>,
+}
+
+/// What `rebuild_index` found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RebuildReport {
+    /// Intact records read, and the objects among them.
+    pub records: u64,
+    pub objects: u64,
+    /// Records that failed their checksum or hash, and damaged stretches
+    /// skipped.
+    pub bad_records: u64,
+    pub skipped_ranges: u64,
+    pub problems: Vec<String>,
+}

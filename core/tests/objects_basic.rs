@@ -1,0 +1,129 @@
+//! Object store basics through the public API: add and get in every form,
+//! deduplication, chunking, ranges, and the single-file mode.
+
+use std::io::{Read, Seek, SeekFrom};
+
+use bale::ErrorKind;
+use bale::objects::{Config, HashKind, ObjectOptions, ObjectStore};
+
+fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed;
+    (0..n)
+        .map(|_| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (x >> 56) as u8
+        })
+        .collect()
+}
+
+fn small_chunks() -> Config {
+    Config { chunk_min: 1024, chunk_avg: 4096, chunk_max: 16384, fanout: 16, ..Config::default() }
+}
+
+fn stores(dir: &std::path::Path, config: Config) -> Vec<ObjectStore> {
+    let d = ObjectStore::open(dir.join("d"), ObjectOptions { config, ..ObjectOptions::create() }).unwrap();
+    let f =
+        ObjectStore::open(dir.join("f.bale"), ObjectOptions { config, single_file: true, ..ObjectOptions::create() })
+            .unwrap();
+    assert!(!d.is_single_file());
+    assert!(f.is_single_file());
+    vec![d, f]
+}
+
+#[test]
+fn small_objects_roundtrip_and_dedup() {
+    let tmp = tempdir();
+    for s in stores(tmp.path(), Config::default()) {
+        let a = s.add(b"hello").unwrap();
+        assert_eq!(a, HashKind::Blake3.hash(b"hello"));
+        assert_eq!(s.add(b"hello").unwrap(), a);
+        let e = s.add(b"").unwrap();
+        assert_eq!(s.get(&a).unwrap(), b"hello");
+        assert_eq!(s.get_verified(&e).unwrap(), b"");
+        assert!(s.has(&a).unwrap());
+        let missing = HashKind::Blake3.hash(b"nope");
+        assert!(!s.has(&missing).unwrap());
+        assert_eq!(s.get(&missing).unwrap_err().kind(), ErrorKind::NotFound);
+        assert_eq!(s.has_many(&[a, missing, e]).unwrap(), vec![true, false, true]);
+        let mut ids = s.ids().unwrap();
+        ids.sort();
+        let mut want = vec![a, e];
+        want.sort();
+        assert_eq!(ids, want);
+        let m = s.meta(&a).unwrap();
+        assert_eq!((m.size, m.chunked), (5, false));
+        let compressible = vec![b'z'; 10_000];
+        let z = s.add(&compressible).unwrap();
+        assert!(s.meta(&z).unwrap().compressed);
+        assert!(s.meta(&z).unwrap().stored_size < 1000);
+        assert_eq!(s.get_range(&z, 9_990, 100).unwrap(), vec![b'z'; 10]);
+    }
+}
+
+#[test]
+fn large_objects_are_chunked_streamed_and_share_chunks() {
+    let tmp = tempdir();
+    for s in stores(tmp.path(), small_chunks()) {
+        let data = noise(3 << 20, 1);
+        let id = s.add_reader(&mut &data[..]).unwrap();
+        assert_eq!(id, HashKind::Blake3.hash(&data));
+        assert_eq!(s.add(&data).unwrap(), id);
+        let m = s.meta(&id).unwrap();
+        assert!(m.chunked);
+        assert_eq!(m.size, data.len() as u64);
+        assert_eq!(s.get_verified(&id).unwrap(), data);
+        for (off, len) in [(0u64, 10u64), (12_345, 70_000), (data.len() as u64 - 5, 100), (1 << 20, 1 << 20)] {
+            let want = &data[off as usize..(off + len).min(data.len() as u64) as usize];
+            assert_eq!(s.get_range(&id, off, len).unwrap(), want, "range {off}+{len}");
+        }
+        let mut r = s.reader(&id).unwrap();
+        r.set_verify(true);
+        r.seek(SeekFrom::Start(2 << 20)).unwrap();
+        let mut tail = Vec::new();
+        r.read_to_end(&mut tail).unwrap();
+        assert_eq!(tail, &data[2 << 20..]);
+        r.seek(SeekFrom::Start(100)).unwrap();
+        let mut b = [0u8; 50];
+        r.read_exact(&mut b).unwrap();
+        assert_eq!(&b, &data[100..150]);
+
+        // A changed byte in the middle: only nearby chunks are new.
+        let before = s.stats().unwrap();
+        let mut v2 = data.clone();
+        v2[1 << 20] ^= 1;
+        let id2 = s.add(&v2).unwrap();
+        assert_ne!(id2, id);
+        assert_eq!(s.get(&id2).unwrap(), v2);
+        let after = s.stats().unwrap();
+        assert_eq!(after.objects, before.objects + 1);
+        assert_eq!(after.logical_bytes, before.logical_bytes + data.len() as u64);
+        let new_bytes = after.stored_bytes - before.stored_bytes;
+        assert!(new_bytes < 3 * 16384 + 20_000, "a one-byte change stored {new_bytes} new bytes");
+        assert!(before.chunks > 100);
+    }
+}
+
+fn tempdir() -> TempDir {
+    let p = std::env::temp_dir().join(format!("bale-obj-{}-{}", std::process::id(), rand_u64()));
+    std::fs::create_dir_all(&p).unwrap();
+    TempDir(p)
+}
+
+fn rand_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u8(0);
+    h.finish()
+}
+
+struct TempDir(std::path::PathBuf);
+impl TempDir {
+    fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
