@@ -230,9 +230,8 @@ impl Batch<'_> {
         flags: u8,
         size: u64,
     ) -> Result<()> {
-        let inner = &self.store.inner;
         let mut rec = std::mem::take(&mut self.scratch);
-        let h = encode_record(kind, id, level, payload, inner.config.compression, &mut rec);
+        let h = encode_record(kind, id, level, payload, self.store.compression(), &mut rec);
         let r = h.and_then(|h| {
             let loc = match &mut self.sink {
                 Sink::Dir { staging, .. } => {

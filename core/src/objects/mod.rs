@@ -5,6 +5,7 @@
 mod add;
 pub mod chunk_list;
 mod chunker;
+mod clean;
 pub mod config;
 pub mod dir;
 pub mod entry;
@@ -14,13 +15,20 @@ mod read;
 pub mod record;
 pub mod staging;
 mod store;
+mod transfer;
+mod tree_walk;
 mod validate;
 
 pub use add::Batch;
+pub use clean::CleanReport;
 pub use config::{Compression, Config};
 pub use dir::{Dir, DirLock, LockMode};
 pub use hash::{HashKind, ObjectId};
 pub use pack::PackReport;
+pub use pack::Progress;
 pub use read::{ObjectMeta, ObjectReader, ObjectStats};
 pub use store::{ObjectOptions, ObjectStore};
+pub use transfer::TransferReport;
+#[cfg(unix)]
+pub use tree_walk::{AddTreeOptions, AddTreeReport, LinkPolicy};
 pub use validate::{ObjectProblem, RebuildReport, ValidateReport};

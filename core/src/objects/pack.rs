@@ -232,7 +232,10 @@ impl ObjectStore {
             if !lock.set(LOCK_PACKER, LockMode::Exclusive, false)? {
                 return Err(Error::new(ErrorKind::Locked, "another process is packing this store; retry later"));
             }
-            let r = self.repack_locked(&*dir, compression, progress);
+            let r = match compression {
+                Some(c) => self.set_compression(c).and_then(|_| self.repack_locked(&*dir, compression, progress)),
+                None => self.repack_locked(&*dir, compression, progress),
+            };
             let _ = lock.set(LOCK_PACKER, LockMode::Unlocked, false);
             r
         })

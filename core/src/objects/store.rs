@@ -3,10 +3,10 @@
 
 use std::collections::HashMap;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::config::{CONFIG_LEN, Config, OBJECTS_VERSION, wrong_kind};
+use super::config::{CONFIG_LEN, Compression, Config, OBJECTS_VERSION, wrong_kind};
 use super::dir::{Dir, DirLock, LockMode};
 use super::entry::{Area, Entry, KEY_CONFIG, Location, entry_key, record_key};
 use super::hash::{HashKind, ObjectId};
@@ -57,6 +57,8 @@ pub(crate) struct Inner {
     /// This handle's store-level locks (directory stores opened writable).
     pub lock: Option<Box<dyn DirLock>>,
     pub staging: Mutex<Option<Arc<Mutex<Staging>>>>,
+    /// The compression policy for new records (`repack` may change it).
+    compression: AtomicU8,
     files: Mutex<HashMap<(Area, u64), Arc<dyn Storage>>>,
     closed: AtomicBool,
 }
@@ -184,6 +186,7 @@ impl ObjectStore {
                 index,
                 readonly,
                 lock,
+                compression: AtomicU8::new(config.compression.code()),
                 staging: Mutex::new(None),
                 files: Mutex::new(HashMap::new()),
                 closed: AtomicBool::new(false),
@@ -193,6 +196,30 @@ impl ObjectStore {
 
     pub fn config(&self) -> &Config {
         &self.inner.config
+    }
+
+    /// The compression policy new records are written with.
+    pub fn compression(&self) -> Compression {
+        Compression::from_code(self.inner.compression.load(Ordering::SeqCst)).unwrap_or(Compression::Auto)
+    }
+
+    /// Records `c` as the store's policy for new records (the config is
+    /// rewritten atomically). Called by `repack`, under the exclusive lock.
+    pub(crate) fn set_compression(&self, c: Compression) -> Result<()> {
+        if c == self.compression() {
+            return Ok(());
+        }
+        let config = Config { compression: c, ..self.inner.config };
+        match &self.inner.dir {
+            Some(dir) => write_config(&**dir, &config)?,
+            None => {
+                let mut t = self.inner.index.write()?;
+                t.put(KEY_CONFIG, &config.encode())?;
+                t.commit()?;
+            }
+        }
+        self.inner.compression.store(c.code(), Ordering::SeqCst);
+        Ok(())
     }
 
     pub fn hash_kind(&self) -> HashKind {
@@ -386,6 +413,12 @@ fn init_dir(dir: &dyn Dir, config: &Config) -> Result<()> {
     drop(dir.lock_file()?);
     let index = dir.open_index(INDEX_NAME, true, false)?;
     Store::open_storage(index, index_options(true, false))?.close()?;
+    write_config(dir, &c)
+}
+
+/// Writes the config by write, sync, rename, sync: a crash leaves the old
+/// config or the new one.
+fn write_config(dir: &dyn Dir, c: &Config) -> Result<()> {
     let tmp = "config.tmp";
     if dir.exists(tmp)? {
         dir.remove(tmp)?;

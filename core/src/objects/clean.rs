@@ -1,0 +1,61 @@
+//! `clean`: packs what no writer holds, removes leftovers of interrupted
+//! operations, and compacts the index.
+
+use super::store::{INDEX_NAME, ObjectStore};
+use crate::btree::{Store, compact_into, stat};
+use crate::error::Result;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CleanReport {
+    /// Staging files packed and removed, and leftover files removed.
+    pub files_removed: u64,
+    pub bytes_freed: u64,
+    pub index_bytes_before: u64,
+    pub index_bytes_after: u64,
+}
+
+/// Files an interrupted creation, rebuild or clean may leave.
+const LEFTOVERS: [&str; 3] = ["config.tmp", "index.rebuild", "index.compact"];
+
+impl ObjectStore {
+    /// Needs exclusive use of the store. A single-file store only has its
+    /// unreachable chunks dropped (its file is compacted with `bale compact`).
+    pub fn clean(&self) -> Result<CleanReport> {
+        self.exclusive(|| {
+            let mut report = CleanReport::default();
+            let Some(dir) = self.inner.dir.clone() else {
+                self.drop_unreachable()?;
+                return Ok(report);
+            };
+            let packed = self.pack()?;
+            report.files_removed += packed.files_removed;
+            report.bytes_freed += packed.bytes_freed;
+            for name in LEFTOVERS {
+                if dir.exists(name)? {
+                    report.bytes_freed += dir.open(name, false)?.len()?;
+                    dir.remove(name)?;
+                    report.files_removed += 1;
+                }
+            }
+            let tmp = LEFTOVERS[2];
+            let index = &self.inner.index;
+            report.index_bytes_before = index_bytes(index)?;
+            {
+                let src = index.read()?;
+                let out = compact_into(&src, dir.open_index(tmp, true, false)?, index.page_size())?;
+                out.close()?;
+            }
+            dir.sync_dir("")?;
+            dir.rename(tmp, INDEX_NAME)?;
+            dir.sync_dir("")?;
+            index.install(dir.open_index(INDEX_NAME, false, false)?);
+            report.index_bytes_after = index_bytes(index)?;
+            Ok(report)
+        })
+    }
+}
+
+fn index_bytes(index: &Store) -> Result<u64> {
+    let s = stat(index)?;
+    Ok(s.file_pages * s.page_size)
+}
