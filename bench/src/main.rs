@@ -5,6 +5,7 @@
 //!   bale-bench bigvalue WORK [--gib N] [--no-mmap]
 //!   bale-bench percall-build DATA WORK [--gib N]
 //!   bale-bench percall <engine> DATA STORE [--passes P]   engine: bale | bale-get | heed | redb
+//!   bale-bench obj-w4 DATA WORK | obj-w5 FILE WORK | obj-scale N WORK   (see objects.rs)
 //!
 //! `kv` runs the W1-W3 workloads of the peer contract on the data that
 //! `gen_data.py` writes (kv.bin: N x (16 B key + 100 B value); order.bin:
@@ -29,6 +30,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::exit;
 use std::time::Instant;
+
+mod objects;
 
 const KL: usize = 16;
 const VL: usize = 100;
@@ -825,7 +828,7 @@ fn bigvalue(work: &Path, gib: f64, mmap: bool) {
 
 fn usage() -> ! {
     die(
-        "usage: bale-bench kv <bale|heed|redb|rusqlite|rusqlite-tuned> DATA WORK\n       bale-bench bigvalue WORK [--gib N] [--no-mmap]\n       bale-bench percall-build DATA WORK [--gib N]\n       bale-bench percall <bale|bale-get|heed|redb> DATA STORE [--passes P]",
+        "usage: bale-bench kv <bale|heed|redb|rusqlite|rusqlite-tuned> DATA WORK\n       bale-bench bigvalue WORK [--gib N] [--no-mmap]\n       bale-bench percall-build DATA WORK [--gib N]\n       bale-bench percall <bale|bale-get|heed|redb> DATA STORE [--passes P]\n       bale-bench obj-w4 DATA WORK | obj-w5 FILE WORK | obj-scale N WORK",
     )
 }
 
@@ -862,6 +865,11 @@ fn main() {
             let passes =
                 a.get(5).map_or(Some(3), |s| s.parse().ok()).filter(|p: &usize| *p > 0).unwrap_or_else(|| usage());
             percall(&a[1], Path::new(&a[2]), Path::new(&a[3]), passes)
+        }
+        Some("obj-w4") if a.len() == 3 => objects::w4(Path::new(&a[1]), Path::new(&a[2])),
+        Some("obj-w5") if a.len() == 3 => objects::w5(Path::new(&a[1]), Path::new(&a[2])),
+        Some("obj-scale") if a.len() == 3 => {
+            objects::scale(a[1].parse().unwrap_or_else(|_| usage()), Path::new(&a[2]))
         }
         _ => usage(),
     }

@@ -7,13 +7,15 @@ use std::io::Read;
 use std::sync::{Arc, Mutex};
 
 use super::chunk_list::{ListEntry, MAX_LEVEL, encode_list};
-use super::chunker::Chunker;
-use super::entry::{Area, Entry, FLAG_MEMBER, FLAG_OBJECT, Location, entry_key, record_key};
+use super::chunker::{Chunker, Tee, WholeHash};
+use super::dir::{DirLock, LockMode};
+use super::entry::{Area, Entry, FLAG_MEMBER, FLAG_OBJECT, Location, PackInfo, entry_key, pack_key, record_key};
 use super::hash::ObjectId;
+use super::pack_writer::{PackWriter, pack_infos};
 use super::record::{RecordKind, encode_record};
 use super::staging::Staging;
-use super::store::{ObjectStore, guard};
-use crate::btree::{ReadOps, WriteTxn};
+use super::store::{LOCK_PACKER, ObjectStore, guard};
+use crate::btree::{ReadOps, ReadTxn, WriteTxn};
 use crate::error::{Error, ErrorKind, Result};
 
 /// A staging file is retired (left to the packer) past this size.
@@ -31,8 +33,31 @@ enum Pending {
     Mark(u8),
 }
 
-enum Sink {
-    Dir { staging: Option<Arc<Mutex<Staging>>>, pending: HashMap<ObjectId, Pending> },
+/// Where a directory store's batch writes its records.
+enum Target<'a> {
+    /// This handle's staging file (shared by its batches).
+    Staging(Option<Arc<Mutex<Staging>>>),
+    /// Straight into packs, holding the packer lock for the batch's life.
+    Pack { writer: Box<PackWriter>, _lock: PackerLock<'a> },
+}
+
+/// The packer lock, released when dropped.
+struct PackerLock<'a>(&'a dyn DirLock);
+
+impl Drop for PackerLock<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.set(LOCK_PACKER, LockMode::Unlocked, false);
+    }
+}
+
+enum Sink<'a> {
+    Dir {
+        target: Target<'a>,
+        pending: HashMap<ObjectId, Pending>,
+        /// The index as the batch began: what is already stored is not
+        /// written again (a racing add is settled at commit).
+        snap: Option<ReadTxn>,
+    },
     Tree(Box<WriteTxn>),
 }
 
@@ -41,7 +66,7 @@ enum Sink {
 /// discards it (its records become garbage the packer drops).
 pub struct Batch<'a> {
     store: &'a ObjectStore,
-    sink: Sink,
+    sink: Sink<'a>,
     scratch: Vec<u8>,
     bytes: u64,
     objects: usize,
@@ -53,10 +78,29 @@ impl ObjectStore {
     pub fn batch(&self) -> Result<Batch<'_>> {
         self.check_writable()?;
         let sink = match self.inner.dir {
-            Some(_) => Sink::Dir { staging: None, pending: HashMap::new() },
+            Some(_) => Sink::Dir { target: Target::Staging(None), pending: HashMap::new(), snap: None },
             None => Sink::Tree(Box::new(self.inner.index.write()?)),
         };
         Ok(Batch { store: self, sink, scratch: Vec::new(), bytes: 0, objects: 0 })
+    }
+
+    /// Starts a batch that writes straight into packs (no staging copy,
+    /// nothing left for the packer), for bulk loads. It holds the packer
+    /// lock until it ends; when another process holds it (packing or
+    /// bulk-adding), or in a single-file store, this is a plain batch.
+    pub fn batch_packed(&self) -> Result<Batch<'_>> {
+        let mut b = self.batch()?;
+        let Some(lock) = self.inner.lock.as_deref() else { return Ok(b) };
+        if self.inner.dir.is_none() || !lock.set(LOCK_PACKER, LockMode::Exclusive, false)? {
+            return Ok(b);
+        }
+        let held = PackerLock(lock);
+        let packs = pack_infos(&self.inner.index.read()?)?;
+        let writer = PackWriter::open(self, &packs, &mut Vec::new())?;
+        if let Sink::Dir { target, .. } = &mut b.sink {
+            *target = Target::Pack { writer: Box::new(writer), _lock: held };
+        }
+        Ok(b)
     }
 
     /// Adds one object and returns its id once it is durable.
@@ -84,15 +128,16 @@ impl ObjectStore {
     }
 
     /// Adds many objects; returns their ids in order once all are durable.
-    /// Large inputs are committed in several steps.
+    /// Large inputs are committed in several steps. Records go straight
+    /// into packs when no other process holds the packer lock.
     pub fn add_many<'d, I: IntoIterator<Item = &'d [u8]>>(&self, items: I) -> Result<Vec<ObjectId>> {
         let mut ids = Vec::new();
-        let mut b = self.batch()?;
+        let mut b = self.batch_packed()?;
         for data in items {
             ids.push(b.add(data)?);
             if b.bytes >= BULK_BYTES || b.objects >= BULK_OBJECTS {
                 b.commit()?;
-                b = self.batch()?;
+                b = self.batch_packed()?;
             }
         }
         b.commit()?;
@@ -123,22 +168,22 @@ impl Batch<'_> {
         if head.len() <= cfg.chunk_max as usize {
             return self.add(&head);
         }
-        let mut whole = cfg.hash.hasher();
+        let mut whole = WholeHash::new(cfg.hash);
         let mut lists = Lists { levels: vec![Vec::new()] };
-        let mut chunker = Chunker::new(std::io::Cursor::new(head).chain(reader), &cfg);
+        let tee = Tee { inner: std::io::Cursor::new(head).chain(reader), hash: &mut whole };
+        let mut chunker = Chunker::new(tee, &cfg);
         let mut total: u64 = 0;
         while let Some(chunk) = chunker.next_chunk()? {
-            whole.update(chunk);
             let cid = cfg.hash.hash(chunk);
             total += chunk.len() as u64;
             if total >= crate::btree::MAX_VALUE_LEN {
                 return Err(Error::new(ErrorKind::TooLarge, "object exceeds 2^48 bytes"));
             }
-            let chunk = chunk.to_vec();
-            self.put_content(cid, &chunk, false)?;
+            self.put_content(cid, chunk, false)?;
             lists.push(self, 0, ListEntry { id: cid, len: chunk.len() as u64 })?;
         }
-        let id = whole.finish();
+        drop(chunker);
+        let id = whole.finish()?;
         let (level, entries) = lists.finish(self)?;
         if self.known(&id)?.is_some_and(|f| f & FLAG_OBJECT != 0) {
             return Ok(id);
@@ -157,16 +202,35 @@ impl Batch<'_> {
         let store = self.store;
         match self.sink {
             Sink::Tree(txn) => txn.commit(),
-            Sink::Dir { staging, pending } => {
-                if let Some(s) = &staging {
-                    guard(s).sync()?;
-                }
+            Sink::Dir { mut target, pending, snap } => {
+                drop(snap);
+                let lengths = match &mut target {
+                    Target::Staging(Some(s)) => {
+                        let r = guard(s).sync();
+                        if r.is_err() {
+                            retire(store, s);
+                        }
+                        r?;
+                        Default::default()
+                    }
+                    Target::Staging(None) => Default::default(),
+                    Target::Pack { writer, .. } => {
+                        writer.sync()?;
+                        writer.take_lengths()
+                    }
+                };
                 if pending.is_empty() {
                     return Ok(());
                 }
+                // In id order, so that neighbouring entries share pages.
+                let mut sorted: Vec<_> = pending.into_iter().collect();
+                sorted.sort_unstable_by_key(|a| a.0);
                 let mut txn = store.inner.index.write()?;
-                for (id, p) in &pending {
+                for (id, p) in &sorted {
                     merge(&mut txn, id, *p)?;
+                }
+                for (n, len) in lengths {
+                    txn.put(&pack_key(n), &PackInfo { len }.encode())?;
                 }
                 txn.commit()
             }
@@ -176,13 +240,20 @@ impl Batch<'_> {
     /// Flags of `id` as this batch would leave them, if it exists.
     fn known(&mut self, id: &ObjectId) -> Result<Option<u8>> {
         match &mut self.sink {
-            Sink::Dir { pending, .. } => {
+            Sink::Dir { pending, snap, .. } => {
                 let from_index = match pending.get(id) {
                     Some(Pending::Put(e)) => return Ok(Some(e.flags)),
                     Some(Pending::Mark(f)) => *f,
                     None => 0,
                 };
-                Ok(self.store.entry(id)?.map(|e| e.flags | from_index))
+                let snap = match snap {
+                    Some(s) => s,
+                    None => snap.insert(self.store.inner.index.read()?),
+                };
+                match snap.get(&entry_key(id))? {
+                    Some(v) => Ok(Some(Entry::decode(&v.to_vec()?, id)?.flags | from_index)),
+                    None => Ok(None),
+                }
             }
             Sink::Tree(txn) => match txn.get(&entry_key(id))? {
                 Some(v) => Ok(Some(Entry::decode(&v.to_vec()?, id)?.flags)),
@@ -234,7 +305,8 @@ impl Batch<'_> {
         let h = encode_record(kind, id, level, payload, self.store.compression(), &mut rec);
         let r = h.and_then(|h| {
             let loc = match &mut self.sink {
-                Sink::Dir { staging, .. } => {
+                Sink::Dir { target: Target::Pack { writer, .. }, .. } => writer.append(&rec)?,
+                Sink::Dir { target: Target::Staging(staging), .. } => {
                     let s = match staging {
                         Some(s) => s.clone(),
                         None => {

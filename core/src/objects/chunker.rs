@@ -5,8 +5,12 @@ use std::io::Read;
 
 use fastcdc::v2020::FastCDC;
 
+use std::sync::mpsc::{SyncSender, sync_channel};
+use std::thread::JoinHandle;
+
 use super::config::Config;
-use crate::error::{Error, Result};
+use super::hash::{HashKind, Hasher, ObjectId};
+use crate::error::{Error, ErrorKind, Result};
 
 /// Bytes buffered ahead of the cutter: many chunks per refill, so the
 /// leftover copied to the front at each refill stays small next to it.
@@ -70,6 +74,88 @@ impl<R: Read> Chunker<R> {
         let chunk = &self.buf[self.start..cut];
         self.start = cut;
         Ok(Some(chunk))
+    }
+}
+
+/// Hashes a stream as it is read, on a second thread where one can be
+/// started (the whole-object hash then costs no time of the thread that
+/// chunks, hashes chunks and writes).
+pub struct WholeHash {
+    inline: Option<Hasher>,
+    tx: Option<SyncSender<Vec<u8>>>,
+    worker: Option<JoinHandle<ObjectId>>,
+    pending: Vec<u8>,
+}
+
+/// Bytes handed to the hashing thread at a time.
+const HASH_PIECE: usize = 4 << 20;
+
+impl WholeHash {
+    pub fn new(kind: HashKind) -> WholeHash {
+        let (tx, rx) = sync_channel::<Vec<u8>>(2);
+        let worker = std::thread::Builder::new().name("bale-hash".into()).spawn(move || {
+            let mut h = kind.hasher();
+            while let Ok(piece) = rx.recv() {
+                h.update(&piece);
+            }
+            h.finish()
+        });
+        match worker {
+            Ok(w) => WholeHash { inline: None, tx: Some(tx), worker: Some(w), pending: Vec::new() },
+            Err(_) => WholeHash { inline: Some(kind.hasher()), tx: None, worker: None, pending: Vec::new() },
+        }
+    }
+
+    pub fn update(&mut self, data: &[u8]) {
+        if let Some(h) = &mut self.inline {
+            h.update(data);
+            return;
+        }
+        self.pending.extend_from_slice(data);
+        if self.pending.len() >= HASH_PIECE {
+            self.send();
+        }
+    }
+
+    fn send(&mut self) {
+        let piece = std::mem::take(&mut self.pending);
+        if let Some(tx) = &self.tx
+            && let Err(back) = tx.send(piece)
+        {
+            // The thread is gone (it cannot fail, but be safe): what it
+            // hashed is lost, so the object cannot be named.
+            self.inline = None;
+            self.tx = None;
+            drop(back);
+        }
+    }
+
+    pub fn finish(mut self) -> Result<ObjectId> {
+        if let Some(h) = self.inline.take() {
+            return Ok(h.finish());
+        }
+        if !self.pending.is_empty() {
+            self.send();
+        }
+        drop(self.tx.take());
+        match self.worker.take().map(|w| w.join()) {
+            Some(Ok(id)) => Ok(id),
+            _ => Err(Error::new(ErrorKind::Io, "the hashing thread failed")),
+        }
+    }
+}
+
+/// A reader that feeds everything read through it to a [`WholeHash`].
+pub struct Tee<'h, R> {
+    pub inner: R,
+    pub hash: &'h mut WholeHash,
+}
+
+impl<R: Read> Read for Tee<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hash.update(&buf[..n]);
+        Ok(n)
     }
 }
 

@@ -11,6 +11,7 @@ pub mod dir;
 pub mod entry;
 pub mod hash;
 mod pack;
+mod pack_writer;
 mod read;
 pub mod record;
 pub mod staging;

@@ -3,16 +3,16 @@
 //! Repack rewrites packs without their garbage.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 
 use super::config::Compression;
 use super::dir::{Dir, LockMode};
-use super::entry::{Area, Entry, KEY_PACK, Location, PackInfo, entry_key, pack_key};
+use super::entry::{Area, Entry, Location, PackInfo, entry_key, pack_key};
 use super::hash::ObjectId;
+use super::pack_writer::{PackWriter, pack_infos};
 use super::record::{RECORD_HEADER_LEN, RecordHeader, encode_record};
-use super::staging::{PACK_DATA_START, check_pack_header, pack_header};
+use super::staging::{PACK_DATA_START, check_pack_header};
 use super::store::{LOCK_PACKER, ObjectStore, PACKS_DIR, STAGING_DIR, file_name, guard};
-use crate::btree::ReadOps;
+use crate::btree::{ReadOps, ReadTxn};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::checksum::checksum;
 use crate::io::Storage;
@@ -52,22 +52,15 @@ struct Live {
 }
 
 impl ObjectStore {
-    fn live(&self) -> Result<Live> {
+    fn live_in(&self, r: &ReadTxn) -> Result<Live> {
         let mut live = Live::default();
-        self.for_each_entry(|_, e| {
+        self.for_each_entry_in(r, |_, e| {
             let slot = live.files.entry((e.loc.area, e.loc.file)).or_default();
             slot.0 += 1;
             slot.1 += e.record_len();
             Ok(())
         })?;
-        let r = self.inner.index.read()?;
-        let mut range = r.prefix(&[KEY_PACK], false);
-        while let Some(item) = range.next_entry() {
-            let (k, v) = item?;
-            let n = super::entry::pack_number(k)
-                .ok_or_else(|| Error::corrupt("index: a pack key is damaged; run `bale obj repair --rebuild-index`"))?;
-            live.packs.insert(n, PackInfo::decode(&v.to_vec()?, n)?);
-        }
+        live.packs = pack_infos(r)?;
         Ok(live)
     }
 
@@ -135,13 +128,15 @@ impl ObjectStore {
             if held.is_empty() {
                 continue;
             }
-            let live = self.live()?;
-            let mut out = PackOut::open(self, dir, &live, &mut report)?;
+            let snap = self.inner.index.read()?;
+            let live = self.live_in(&snap)?;
+            let mut out = PackOut::open(self, &live, &mut report)?;
             for (n, f) in held {
                 let name = file_name(Area::Staging, n);
                 let size = f.len()?;
                 let want = live.files.get(&(Area::Staging, n)).map_or(0, |x| x.0);
-                let moved = if want == 0 { 0 } else { self.move_records(&*f, Area::Staging, n, &mut out, None)? };
+                let moved =
+                    if want == 0 { 0 } else { self.move_records(&snap, &*f, Area::Staging, n, &mut out, None)? };
                 if moved < want {
                     report.problems.push(format!(
                         "{name}: {} of the records the index names there are unreadable; left in place, run `bale obj validate`",
@@ -171,6 +166,7 @@ impl ObjectStore {
     /// Returns how many were moved.
     fn move_records(
         &self,
+        snap: &ReadTxn,
         f: &dyn Storage,
         area: Area,
         n: u64,
@@ -178,42 +174,33 @@ impl ObjectStore {
         recompress: Option<Compression>,
     ) -> Result<u64> {
         let id_len = self.inner.config.hash.id_len();
-        let len = f.len()?;
+        let mut src = SeqReader::new(f)?;
         let mut off = PACK_DATA_START;
         let mut moved = 0;
-        let mut head = [0u8; RECORD_HEADER_LEN];
-        let mut rec = Vec::new();
         let mut raw = Vec::new();
-        while off + RECORD_HEADER_LEN as u64 <= len {
-            f.read_exact_at(&mut head, off)?;
+        let mut re = Vec::new();
+        while let Some(head) = src.get(off, RECORD_HEADER_LEN)? {
             // A torn or damaged record ends the scan; what the index names
             // beyond it is counted as not moved, and the file is kept.
-            let Ok(h) = RecordHeader::decode(&head, id_len, off) else { break };
+            let Ok(h) = RecordHeader::decode(head, id_len, off) else { break };
             let total = h.total_len();
-            if off + total > len {
-                break;
-            }
+            let Some(rec) = src.get(off, total as usize)? else { break };
             let here = Location { area, file: n, offset: off };
-            let e = self.entry(&h.id)?;
+            let e = match snap.get(&entry_key(&h.id))? {
+                Some(v) => Some(Entry::decode(&v.to_vec()?, &h.id)?),
+                None => None,
+            };
             if let Some(e) = e.filter(|e| e.loc == here) {
-                rec.clear();
-                rec.resize(total as usize, 0);
-                f.read_exact_at(&mut rec, off)?;
                 if checksum(&rec[RECORD_HEADER_LEN..], 0) != h.payload_sum {
                     break;
                 }
-                let (h, bytes) = match recompress {
+                match recompress {
                     Some(policy) => {
                         h.decode_payload_into(&rec[RECORD_HEADER_LEN..], off, &mut raw)?;
-                        let mut re = Vec::new();
                         let nh = encode_record(h.kind, h.id, h.level, &raw, policy, &mut re)?;
-                        (nh, re)
+                        out.append(self, h.id, e, &nh, &re)?;
                     }
-                    None => (h, std::mem::take(&mut rec)),
-                };
-                out.append(self, h.id, e, &h, &bytes)?;
-                if recompress.is_none() {
-                    rec = bytes;
+                    None => out.append(self, h.id, e, &h, rec)?,
                 }
                 moved += 1;
             }
@@ -249,7 +236,8 @@ impl ObjectStore {
     ) -> Result<PackReport> {
         let mut report = self.pack_locked(dir, &mut |_, _| {})?;
         report.entries_dropped = self.drop_unreachable()?;
-        let live = self.live()?;
+        let snap = self.inner.index.read()?;
+        let live = self.live_in(&snap)?;
         let sources: Vec<(u64, PackInfo)> = live
             .packs
             .iter()
@@ -260,16 +248,17 @@ impl ObjectStore {
             .map(|(n, i)| (*n, *i))
             .collect();
         let planned: u64 = sources.iter().map(|(_, i)| i.len).sum();
-        let mut out = PackOut::open(self, dir, &live, &mut report)?;
+        let mut out = PackOut::open(self, &live, &mut report)?;
         // Output goes to packs numbered above every source.
-        out.force_new(self, dir, live.packs.keys().max().map_or(0, |m| m + 1))?;
+        out.writer.start_at(live.packs.keys().max().map_or(0, |m| m + 1))?;
         let mut done = 0;
         for (n, info) in sources {
             let name = file_name(Area::Pack, n);
             let want = live.files.get(&(Area::Pack, n)).map_or(0, |x| x.0);
             let f = dir.open(&name, false)?;
             check_pack_header(&*f, &self.inner.config.store_id, Area::Pack, n)?;
-            let moved = if want == 0 { 0 } else { self.move_records(&*f, Area::Pack, n, &mut out, compression)? };
+            let moved =
+                if want == 0 { 0 } else { self.move_records(&snap, &*f, Area::Pack, n, &mut out, compression)? };
             if moved < want {
                 report.problems.push(format!(
                     "{name}: {} records the index names there are unreadable; left in place, run `bale obj validate`",
@@ -378,93 +367,30 @@ impl ObjectStore {
 
 /// The pack being appended to, and the moves not yet committed.
 struct PackOut {
-    number: u64,
-    file: Option<Arc<dyn Storage>>,
-    len: u64,
-    target: u64,
+    writer: PackWriter,
     moves: Vec<(ObjectId, Location, Entry)>,
     pending_bytes: u64,
     moved_records: u64,
     moved_bytes: u64,
     /// A source pack whose `p` key goes with the next commit.
     drop_pack: Option<u64>,
-    dir: Arc<dyn Dir>,
 }
 
 impl PackOut {
-    /// Continues the newest pack when it has room. Bytes past its
-    /// committed length (a crashed packer's) are cut off first; packs no
-    /// commit names are removed.
-    fn open(store: &ObjectStore, dir: &dyn Dir, live: &Live, report: &mut PackReport) -> Result<PackOut> {
-        let newest = live.packs.iter().next_back().map(|(n, i)| (*n, *i));
-        for name in dir.list(PACKS_DIR)? {
-            let Some(n) = name.strip_suffix(".pack").and_then(|s| s.parse::<u64>().ok()) else { continue };
-            if !live.packs.contains_key(&n) {
-                dir.remove(&file_name(Area::Pack, n))?;
-                report.problems.push(format!("{name}: left by an interrupted packer; removed"));
-            }
-        }
-        let mut out = PackOut {
-            number: 0,
-            file: None,
-            len: 0,
-            target: store.inner.config.pack_target,
+    fn open(store: &ObjectStore, live: &Live, report: &mut PackReport) -> Result<PackOut> {
+        Ok(PackOut {
+            writer: PackWriter::open(store, &live.packs, &mut report.problems)?,
             moves: Vec::new(),
             pending_bytes: 0,
             moved_records: 0,
             moved_bytes: 0,
             drop_pack: None,
-            dir: store.dir()?.clone(),
-        };
-        match newest {
-            Some((n, info)) if info.len < out.target => {
-                let name = file_name(Area::Pack, n);
-                let f = dir.open(&name, true)?;
-                check_pack_header(&*f, &store.inner.config.store_id, Area::Pack, n)?;
-                if f.len()? > info.len {
-                    drop(f);
-                    dir.truncate(&name, info.len)?;
-                }
-                out.number = n;
-                out.file = Some(dir.open(&name, true)?);
-                out.len = info.len;
-            }
-            Some((n, _)) => out.number = n + 1,
-            None => out.number = 0,
-        }
-        Ok(out)
-    }
-
-    /// Starts pack `n` (no file yet: it is created on the first append).
-    fn force_new(&mut self, store: &ObjectStore, _dir: &dyn Dir, n: u64) -> Result<()> {
-        self.commit(store)?;
-        self.number = n;
-        self.file = None;
-        self.len = 0;
-        Ok(())
+        })
     }
 
     fn append(&mut self, store: &ObjectStore, id: ObjectId, old: Entry, h: &RecordHeader, rec: &[u8]) -> Result<()> {
-        if self.file.is_some() && self.len >= self.target {
-            self.commit(store)?;
-            self.number += 1;
-            self.file = None;
-        }
-        if self.file.is_none() {
-            let name = file_name(Area::Pack, self.number);
-            let f = self.dir.create_new(&name)?;
-            f.write_all_at(&pack_header(&store.inner.config.store_id, Area::Pack, self.number), 0)?;
-            f.sync()?;
-            self.dir.sync_dir(PACKS_DIR)?;
-            self.file = Some(f);
-            self.len = PACK_DATA_START;
-        }
-        let Some(f) = &self.file else { return Err(Error::corrupt("no pack to write to")) };
-        f.write_all_at(rec, self.len)?;
-        let loc = Location { area: Area::Pack, file: self.number, offset: self.len };
-        let new = Entry { loc, codec: h.codec, stored_len: h.stored_len, ..old };
-        self.moves.push((id, old.loc, new));
-        self.len += rec.len() as u64;
+        let loc = self.writer.append(rec)?;
+        self.moves.push((id, old.loc, Entry { loc, codec: h.codec, stored_len: h.stored_len, ..old }));
         self.pending_bytes += rec.len() as u64;
         self.moved_records += 1;
         self.moved_bytes += rec.len() as u64;
@@ -480,9 +406,8 @@ impl PackOut {
         if self.moves.is_empty() && self.drop_pack.is_none() {
             return Ok(());
         }
-        if let Some(f) = &self.file {
-            f.sync()?;
-        }
+        self.writer.sync()?;
+        self.moves.sort_unstable_by_key(|a| a.0);
         let mut t = store.inner.index.write()?;
         for (id, from, new) in self.moves.drain(..) {
             let key = entry_key(&id);
@@ -492,8 +417,8 @@ impl PackOut {
                 t.put(&key, &Entry { flags: cur.flags, ..new }.encode())?;
             }
         }
-        if self.file.is_some() {
-            t.put(&pack_key(self.number), &PackInfo { len: self.len }.encode())?;
+        for (n, len) in self.writer.take_lengths() {
+            t.put(&pack_key(n), &PackInfo { len }.encode())?;
         }
         if let Some(n) = self.drop_pack.take() {
             t.delete(&pack_key(n))?;
@@ -501,5 +426,39 @@ impl PackOut {
         t.commit()?;
         self.pending_bytes = 0;
         Ok(())
+    }
+}
+
+/// Sequential reads of a file in large pieces (records are small: one
+/// read per piece, not two per record).
+struct SeqReader<'a> {
+    f: &'a dyn Storage,
+    len: u64,
+    buf: Vec<u8>,
+    /// File offset of `buf[0]`.
+    start: u64,
+}
+
+const READ_PIECE: usize = 8 << 20;
+
+impl<'a> SeqReader<'a> {
+    fn new(f: &'a dyn Storage) -> Result<SeqReader<'a>> {
+        Ok(SeqReader { f, len: f.len()?, buf: Vec::new(), start: 0 })
+    }
+
+    /// `n` bytes at `off`, or `None` when the file ends before them.
+    fn get(&mut self, off: u64, n: usize) -> Result<Option<&[u8]>> {
+        let end = off.checked_add(n as u64).ok_or_else(|| Error::corrupt("record length overflows"))?;
+        if end > self.len {
+            return Ok(None);
+        }
+        if off < self.start || end > self.start + self.buf.len() as u64 {
+            let want = ((self.len - off) as usize).min(READ_PIECE.max(n));
+            self.buf.resize(want, 0);
+            self.f.read_exact_at(&mut self.buf, off)?;
+            self.start = off;
+        }
+        let at = (off - self.start) as usize;
+        Ok(self.buf.get(at..at + n))
     }
 }

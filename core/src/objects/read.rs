@@ -174,10 +174,19 @@ impl ObjectStore {
 
     /// Calls `f` for every index entry (objects, chunks and lists) of one
     /// snapshot, in id order.
-    pub(crate) fn for_each_entry(&self, mut f: impl FnMut(ObjectId, Entry) -> Result<()>) -> Result<()> {
+    pub(crate) fn for_each_entry(&self, f: impl FnMut(ObjectId, Entry) -> Result<()>) -> Result<()> {
         self.check_open()?;
-        let kind = self.hash_kind();
         let r = self.inner.index.read()?;
+        self.for_each_entry_in(&r, f)
+    }
+
+    /// `for_each_entry` over a given snapshot.
+    pub(crate) fn for_each_entry_in(
+        &self,
+        r: &crate::btree::ReadTxn,
+        mut f: impl FnMut(ObjectId, Entry) -> Result<()>,
+    ) -> Result<()> {
+        let kind = self.hash_kind();
         let mut range = r.prefix(&[KEY_ENTRY], false);
         while let Some(item) = range.next_entry() {
             let (k, v) = item?;

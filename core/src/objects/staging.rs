@@ -52,7 +52,13 @@ pub struct Staging {
     pub len: u64,
     /// Bytes made durable by the last sync.
     pub synced: u64,
+    /// Records appended but not yet written (one write per megabyte, not
+    /// one per record); they end at `len`.
+    buf: Vec<u8>,
 }
+
+/// Appended bytes kept before they are written out.
+const WRITE_BUFFER: usize = 1 << 20;
 
 impl Staging {
     /// Creates a new staging file under a fresh random name and makes its
@@ -74,7 +80,7 @@ impl Staging {
             f.write_all_at(&pack_header(store_id, Area::Staging, n), 0)?;
             f.sync()?;
             dir.sync_dir(STAGING_DIR)?;
-            return Ok(Staging { file: f, number: n, len: PACK_DATA_START, synced: PACK_DATA_START });
+            return Ok(Staging { file: f, number: n, len: PACK_DATA_START, synced: PACK_DATA_START, buf: Vec::new() });
         }
         Err(Error::new(ErrorKind::Conflict, "could not find a free staging file name"))
     }
@@ -82,14 +88,31 @@ impl Staging {
     /// Appends one encoded record; returns its offset.
     pub fn append(&mut self, record: &[u8]) -> Result<u64> {
         let at = self.len;
-        self.file.write_all_at(record, at)?;
+        if self.buf.len() + record.len() > WRITE_BUFFER {
+            self.flush()?;
+        }
+        if record.len() >= WRITE_BUFFER {
+            self.file.write_all_at(record, at)?;
+        } else {
+            self.buf.extend_from_slice(record);
+        }
         self.len += record.len() as u64;
         Ok(at)
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if !self.buf.is_empty() {
+            let at = self.len - self.buf.len() as u64;
+            self.file.write_all_at(&self.buf, at)?;
+            self.buf.clear();
+        }
+        Ok(())
     }
 
     /// Makes every appended record durable.
     pub fn sync(&mut self) -> Result<()> {
         if self.synced < self.len {
+            self.flush()?;
             self.file.sync()?;
             self.synced = self.len;
         }
