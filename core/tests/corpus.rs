@@ -152,3 +152,56 @@ fn every_corpus_case_reads_as_expected() {
     println!("corpus: {valid} valid and {invalid} invalid cases, {queries} range queries");
     assert!(valid > 0 && invalid > 0 && queries > 0);
 }
+
+/// Opens an object store case read-only, lists its ids and reads every
+/// object whole, verified against its id.
+fn read_objects_case(path: &Path) -> bale::Result<Value> {
+    use bale::objects::{ObjectOptions, ObjectStore};
+    let s = ObjectStore::open(path, ObjectOptions { readonly: true, ..ObjectOptions::default() })?;
+    let mut objects = Vec::new();
+    for id in s.ids()? {
+        objects.push(json!([id.to_hex(), hex(&s.get_verified(&id)?)]));
+    }
+    Ok(json!({
+        "kind": "objects",
+        "format_version": s.format_version(),
+        "hash": s.hash_kind().name(),
+        "single_file": s.is_single_file(),
+        "count": objects.len(),
+        "objects": objects,
+    }))
+}
+
+#[test]
+fn every_object_store_case_reads_as_expected() {
+    let dir = corpus_dir();
+    let manifest: Value = serde_json::from_slice(
+        &std::fs::read(dir.join("manifest.json"))
+            .unwrap_or_else(|e| panic!("corpus manifest missing at {}: {e}", dir.display())),
+    )
+    .expect("manifest is JSON");
+    let cases = manifest["object_cases"].as_array().expect("object_cases");
+    let (mut valid, mut invalid) = (0, 0);
+    let mut hashes = std::collections::BTreeSet::new();
+    for c in cases {
+        let id = c["id"].as_str().expect("id");
+        let got = read_objects_case(&dir.join(c["file"].as_str().expect("file")));
+        if let Some(expect) = c["expect"].as_str() {
+            let want: Value = serde_json::from_slice(&std::fs::read(dir.join(expect)).expect("expected JSON")).unwrap();
+            let got = got.unwrap_or_else(|e| panic!("{id}: {e}"));
+            assert!(got == want, "{id}: content differs from {expect}");
+            hashes.insert((want["hash"].as_str().unwrap().to_string(), want["single_file"].as_bool().unwrap()));
+            valid += 1;
+        } else {
+            let code = c["error"].as_str().expect("expect or error");
+            match got {
+                Ok(_) => panic!("{id}: read without error, expected {code}"),
+                Err(e) => assert_eq!(e.code(), code, "{id}: {e}"),
+            }
+            invalid += 1;
+        }
+    }
+    println!("corpus: {valid} valid and {invalid} invalid object store cases");
+    assert!(valid >= 5 && invalid >= 10, "{valid} valid, {invalid} invalid");
+    assert_eq!(hashes.iter().filter(|(_, single)| !single).count(), 3, "a directory store of each hash kind");
+}

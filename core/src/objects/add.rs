@@ -361,7 +361,8 @@ fn current_staging(store: &ObjectStore) -> Result<Arc<Mutex<Staging>>> {
     {
         return Ok(s.clone());
     }
-    let s = Arc::new(Mutex::new(Staging::create(&**store.dir()?, &store.inner.config.store_id)?));
+    let number = || super::store::staging_number(store);
+    let s = Arc::new(Mutex::new(Staging::create(&**store.dir()?, &store.inner.config.store_id, number)?));
     *slot = Some(s.clone());
     Ok(s)
 }

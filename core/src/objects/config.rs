@@ -70,7 +70,8 @@ pub struct Config {
     pub chunk_max: u32,
     /// A pack is closed and the next one started past this size.
     pub pack_target: u64,
-    /// Random at creation: packs of another store are refused.
+    /// Names the store so that packs of another store are refused. Chosen
+    /// at random on creation when left zero.
     pub store_id: [u8; 16],
     /// Most entries in one chunk list.
     pub fanout: u32,

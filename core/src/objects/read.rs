@@ -70,14 +70,23 @@ impl ObjectStore {
 
     /// The raw payload of the record of `id` (any kind), following moves.
     pub(crate) fn payload(&self, id: &ObjectId, out: &mut Vec<u8>) -> Result<(Entry, RecordHeader)> {
+        let mut gone = None;
         for _ in 0..MOVE_RETRIES {
             let e = self.entry(id)?.ok_or_else(|| {
                 Error::new(ErrorKind::NotFound, format!("record {id} is missing (deleted while being read?)"))
             })?;
+            if gone == Some(e.loc) {
+                // Not moved: the file the index names is really missing.
+                return Err(Error::corrupt(format!(
+                    "{} is missing but the index names it for {id}; run `bale obj validate`",
+                    super::store::file_name(e.loc.area, e.loc.file)
+                )));
+            }
             match self.read_record(id, &e, out) {
                 Ok(h) => return Ok((e, h)),
                 Err(err) if err.kind() == ErrorKind::NotFound && e.loc.area != Area::Inline => {
                     self.forget_file(e.loc.area, e.loc.file);
+                    gone = Some(e.loc);
                 }
                 Err(err) => return Err(err),
             }

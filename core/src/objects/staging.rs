@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::config::{OBJECTS_VERSION, wrong_kind};
 use super::dir::Dir;
 use super::entry::Area;
-use super::store::{STAGING_DIR, file_name, random_u64};
+use super::store::{STAGING_DIR, file_name};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::header::{FileKind, HEADER_LEN, Header};
 use crate::io::Storage;
@@ -63,9 +63,9 @@ const WRITE_BUFFER: usize = 1 << 20;
 impl Staging {
     /// Creates a new staging file under a fresh random name and makes its
     /// header and directory entry durable.
-    pub fn create(dir: &dyn Dir, store_id: &[u8; 16]) -> Result<Staging> {
+    pub fn create(dir: &dyn Dir, store_id: &[u8; 16], mut number: impl FnMut() -> u64) -> Result<Staging> {
         for _ in 0..16 {
-            let n = random_u64();
+            let n = number();
             let f = match dir.create_new(&file_name(Area::Staging, n)) {
                 Ok(f) => f,
                 Err(e)

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::config::{CONFIG_LEN, Compression, Config, OBJECTS_VERSION, wrong_kind};
@@ -41,6 +41,11 @@ pub struct ObjectOptions {
     /// index in its place, so that [`ObjectStore::rebuild_index`] can
     /// recreate it.
     pub repair: bool,
+    /// Staging files are numbered `seed`, `seed + 1`, ... instead of at
+    /// random, so that a run writes the same bytes every time (the golden
+    /// corpus). Only for a single writing handle.
+    #[doc(hidden)]
+    pub staging_seed: Option<u64>,
 }
 
 impl ObjectOptions {
@@ -61,6 +66,8 @@ pub(crate) struct Inner {
     compression: AtomicU8,
     files: Mutex<HashMap<(Area, u64), Arc<dyn Storage>>>,
     closed: AtomicBool,
+    /// The next staging number, when numbers are not random.
+    pub staging_seed: Option<AtomicU64>,
 }
 
 /// A content-addressed object store. Cloning gives another reference to
@@ -79,6 +86,14 @@ pub(crate) fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// A random 64-bit number for names and store ids (no cryptographic
 /// strength needed: creates are exclusive, a clash is retried).
+/// The number of a new staging file: random, or the next of the seed.
+pub(crate) fn staging_number(store: &ObjectStore) -> u64 {
+    match &store.inner.staging_seed {
+        Some(s) => s.fetch_add(1, Ordering::SeqCst),
+        None => random_u64(),
+    }
+}
+
 pub(crate) fn random_u64() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
@@ -146,7 +161,11 @@ impl ObjectStore {
             }
             Err(e) => return Err(e),
         };
-        Ok(ObjectStore::new(Some(dir), config, index, opts.readonly, lock))
+        let mut store = ObjectStore::new(Some(dir), config, index, opts.readonly, lock);
+        if let (Some(seed), Some(inner)) = (opts.staging_seed, Arc::get_mut(&mut store.inner)) {
+            inner.staging_seed = Some(AtomicU64::new(seed));
+        }
+        Ok(store)
     }
 
     /// Uses an open tree store as a single-file object store.
@@ -156,7 +175,9 @@ impl ObjectStore {
             None if index.is_empty()? && opts.create && !opts.readonly => {
                 let mut c = opts.config;
                 c.validate()?;
-                c.store_id = new_store_id();
+                if c.store_id == [0; 16] {
+                    c.store_id = new_store_id();
+                }
                 let mut t = index.write()?;
                 t.put(KEY_CONFIG, &c.encode())?;
                 t.commit()?;
@@ -190,6 +211,7 @@ impl ObjectStore {
                 staging: Mutex::new(None),
                 files: Mutex::new(HashMap::new()),
                 closed: AtomicBool::new(false),
+                staging_seed: None,
             }),
         }
     }
@@ -314,6 +336,7 @@ impl ObjectStore {
             return Ok(f.clone());
         }
         let f = self.dir()?.open(&file_name(area, n), false)?;
+        super::staging::check_pack_header(&*f, &self.inner.config.store_id, area, n)?;
         let mut files = guard(&self.inner.files);
         if files.len() >= MAX_OPEN_FILES {
             files.clear();
@@ -407,7 +430,9 @@ fn new_store_id() -> [u8; 16] {
 fn init_dir(dir: &dyn Dir, config: &Config) -> Result<()> {
     let mut c = *config;
     c.validate()?;
-    c.store_id = new_store_id();
+    if c.store_id == [0; 16] {
+        c.store_id = new_store_id();
+    }
     dir.create_dir(STAGING_DIR)?;
     dir.create_dir(PACKS_DIR)?;
     drop(dir.lock_file()?);

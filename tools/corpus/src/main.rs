@@ -10,6 +10,7 @@
 
 mod cases;
 mod damage;
+mod objects;
 mod queries;
 
 use std::path::{Path, PathBuf};
@@ -84,6 +85,8 @@ fn build() -> Vec<Output> {
         }));
         files.push(Output { path: file, bytes: case.bytes });
     }
+    let (obj_files, obj_entries) = objects::outputs(PRODUCER);
+    files.extend(obj_files);
     let manifest = json!({
         "_comment": concat!(
             "bale golden corpus. Each case names a file. A runner opens it read-only through its public API ",
@@ -93,9 +96,13 @@ fn build() -> Vec<Output> {
             "names a file of range requests over that store, each with the keys it must yield in order ",
             "(hex) or the error code it must raise; every runner runs each one through its public range ",
             "API (README.md here). Regenerate with ",
-            "`cargo run -p bale-corpus -- generate tests/corpus`; `make corpus-check` fails on drift."
+            "`cargo run -p bale-corpus -- generate tests/corpus`; `make corpus-check` fails on drift. ",
+            "`object_cases` are object stores (a directory, or one file when `single_file`): a runner opens ",
+            "each read-only, lists its object ids in order, reads each object whole (verified against its id), ",
+            "and compares with `expect` (canonical JSON: [id, content in hex] pairs) or checks the error code."
         ),
         "cases": entries,
+        "object_cases": obj_entries,
     });
     let mut m = serde_json::to_string_pretty(&manifest).expect("json");
     m.push('\n');
@@ -129,12 +136,24 @@ fn check(dir: &Path) -> std::io::Result<Vec<String>> {
     }
     // Files of the current version that the generator no longer writes.
     let known: std::collections::BTreeSet<PathBuf> = files.iter().map(|f| PathBuf::from(&f.path)).collect();
-    for sub in [format!("tree/{current}"), format!("invalid/tree/{current}")] {
-        let Ok(rd) = std::fs::read_dir(dir.join(&sub)) else { continue };
-        for e in rd.flatten() {
-            let rel = PathBuf::from(&sub).join(e.file_name());
-            if !known.contains(&rel) {
-                drift.push(format!("{} is not written by this build (stale?)", rel.display()));
+    let obj = format!("v{}", bale::objects::config::OBJECTS_VERSION);
+    let subs = [
+        format!("tree/{current}"),
+        format!("invalid/tree/{current}"),
+        format!("objects/{obj}"),
+        format!("invalid/objects/{obj}"),
+    ];
+    for sub in subs {
+        let mut stack = vec![PathBuf::from(&sub)];
+        while let Some(rel_dir) = stack.pop() {
+            let Ok(rd) = std::fs::read_dir(dir.join(&rel_dir)) else { continue };
+            for e in rd.flatten() {
+                let rel = rel_dir.join(e.file_name());
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    stack.push(rel);
+                } else if !known.contains(&rel) {
+                    drift.push(format!("{} is not written by this build (stale?)", rel.display()));
+                }
             }
         }
     }
