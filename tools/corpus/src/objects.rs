@@ -285,22 +285,26 @@ pub fn outputs(producer: &str) -> (Vec<Output>, Vec<Value>) {
     let v = format!("v{}", bale::objects::config::OBJECTS_VERSION);
     let mut files = Vec::new();
     let mut entries = Vec::new();
+    // A directory case lists its files, so that runners which cannot list
+    // directories (a browser fetching over HTTP) can find them.
     let place = |base: &str, single: bool, files: Vec<(String, Vec<u8>)>, out: &mut Vec<Output>| {
         let path = if single { format!("{base}.bale") } else { base.to_string() };
+        let names: Vec<String> = files.iter().map(|(n, _)| n.clone()).filter(|n| !n.is_empty()).collect();
         for (rel, bytes) in files {
             let p = if rel.is_empty() { path.clone() } else { format!("{path}/{rel}") };
             out.push(Output { path: p, bytes });
         }
-        path
+        (path, names)
     };
     for c in valid() {
         let expect = format!("objects/{v}/{}.json", c.id);
         let bytes = expected_json(&c);
-        let file = place(&format!("objects/{v}/{}", c.id), c.single_file, c.files, &mut files);
+        let (file, names) = place(&format!("objects/{v}/{}", c.id), c.single_file, c.files, &mut files);
         entries.push(json!({
             "id": c.id,
             "kind": "objects",
             "file": file,
+            "files": names,
             "single_file": c.single_file,
             "format_version": bale::objects::config::OBJECTS_VERSION,
             "producer": producer,
@@ -310,11 +314,12 @@ pub fn outputs(producer: &str) -> (Vec<Output>, Vec<Value>) {
         files.push(Output { path: expect, bytes });
     }
     for c in invalid() {
-        let file = place(&format!("invalid/objects/{v}/{}", c.id), c.single_file, c.files, &mut files);
+        let (file, names) = place(&format!("invalid/objects/{v}/{}", c.id), c.single_file, c.files, &mut files);
         entries.push(json!({
             "id": c.id,
             "kind": "objects",
             "file": file,
+            "files": names,
             "single_file": c.single_file,
             "format_version": bale::objects::config::OBJECTS_VERSION,
             "producer": producer,
