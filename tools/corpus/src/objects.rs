@@ -144,12 +144,18 @@ pub fn valid() -> Vec<ObjCase> {
     vec![
         dir_case(
             "objects-blake3",
-            "a directory store (BLAKE3): six objects packed (empty, text, compressible, incompressible, two chunked), one deleted after packing, two more staged",
+            "a directory store (BLAKE3): six objects packed (empty, text, compressible, incompressible, two chunked), one deleted after packing, two more staged (one chunked)",
             HashKind::Blake3,
             &c,
-            &contents(2)[1..3],
+            &contents(2)[3..5],
         ),
-        dir_case("objects-sha256", "a directory store (SHA-256): objects staged only", HashKind::Sha256, &[], &c),
+        dir_case(
+            "objects-sha256",
+            "a directory store (SHA-256): the objects staged, and a pack holding only a deleted object's record",
+            HashKind::Sha256,
+            &[],
+            &c,
+        ),
         dir_case("objects-sha1", "a directory store (SHA-1): objects packed only", HashKind::Sha1, &c, &[]),
         file_case("objects-file-blake3", "a single-file store (BLAKE3) of the same six objects", HashKind::Blake3, &c),
         file_case("objects-file-sha1", "a single-file store (SHA-1) of the same six objects", HashKind::Sha1, &c),
@@ -188,7 +194,7 @@ fn reseal_file_header(b: &mut [u8]) {
 }
 
 pub fn invalid() -> Vec<ObjInvalid> {
-    let base = || dir_case("base", "", HashKind::Blake3, &contents(1), &contents(2)[1..3]).files;
+    let base = || dir_case("base", "", HashKind::Blake3, &contents(1), &contents(2)[3..5]).files;
     let mut out = Vec::new();
     let mut add = |id, made, error, files| out.push(ObjInvalid { id, made, error, single_file: false, files });
 
