@@ -8,6 +8,7 @@ mod chunker;
 mod clean;
 pub mod config;
 pub mod dir;
+mod dos_import;
 pub mod entry;
 pub mod hash;
 mod pack;
@@ -24,6 +25,8 @@ pub use add::Batch;
 pub use clean::CleanReport;
 pub use config::{Compression, Config};
 pub use dir::{Dir, DirLock, LockMode};
+#[cfg(unix)]
+pub use dos_import::{DosContainer, DosPacked};
 pub use hash::{HashKind, ObjectId};
 pub use pack::PackReport;
 pub use pack::Progress;

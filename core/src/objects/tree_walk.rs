@@ -137,7 +137,7 @@ impl ObjectStore {
 
 /// Opens `path` only if it is still a regular file: no link is followed
 /// and a FIFO swapped in meanwhile cannot block the open.
-fn open_regular(path: &Path) -> Result<File> {
+pub(crate) fn open_regular(path: &Path) -> Result<File> {
     let f = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
