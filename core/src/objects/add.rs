@@ -7,12 +7,12 @@ use std::io::Read;
 use std::sync::{Arc, Mutex};
 
 use super::chunk_list::{ListEntry, MAX_LEVEL, encode_list};
-use super::chunker::{Chunker, Tee, WholeHash};
+use super::chunker::{Chunker, WholeHash};
 use super::dir::{DirLock, LockMode};
 use super::entry::{Area, Entry, FLAG_MEMBER, FLAG_OBJECT, Location, PackInfo, entry_key, pack_key, record_key};
 use super::hash::ObjectId;
 use super::pack_writer::{PackWriter, pack_infos};
-use super::record::{RecordKind, encode_record};
+use super::record::{RecordKind, encode_parts};
 use super::staging::Staging;
 use super::store::{LOCK_PACKER, ObjectStore, guard};
 use crate::btree::{ReadOps, ReadTxn, WriteTxn};
@@ -170,8 +170,7 @@ impl Batch<'_> {
         }
         let mut whole = WholeHash::new(cfg.hash);
         let mut lists = Lists { levels: vec![Vec::new()] };
-        let tee = Tee { inner: std::io::Cursor::new(head).chain(reader), hash: &mut whole };
-        let mut chunker = Chunker::new(tee, &cfg);
+        let mut chunker = Chunker::new(std::io::Cursor::new(head).chain(reader), &cfg, Some(&mut whole));
         let mut total: u64 = 0;
         while let Some(chunk) = chunker.next_chunk()? {
             let cid = cfg.hash.hash(chunk);
@@ -301,11 +300,11 @@ impl Batch<'_> {
         flags: u8,
         size: u64,
     ) -> Result<()> {
-        let mut rec = std::mem::take(&mut self.scratch);
-        let h = encode_record(kind, id, level, payload, self.store.compression(), &mut rec);
-        let r = h.and_then(|h| {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let parts = encode_parts(kind, id, level, payload, self.store.compression(), &mut scratch);
+        let r = parts.and_then(|(h, head, body)| {
             let loc = match &mut self.sink {
-                Sink::Dir { target: Target::Pack { writer, .. }, .. } => writer.append(&rec)?,
+                Sink::Dir { target: Target::Pack { writer, .. }, .. } => writer.append(&head, body)?,
                 Sink::Dir { target: Target::Staging(staging), .. } => {
                     let s = match staging {
                         Some(s) => s.clone(),
@@ -316,11 +315,11 @@ impl Batch<'_> {
                         }
                     };
                     let mut st = guard(&s);
-                    let r = st.append(&rec);
-                    let offset = match r {
+                    let offset = match st.append(&head, body) {
                         Ok(o) => o,
                         Err(e) => {
                             // The file's tail is unknown now: retire it.
+                            drop(st);
                             retire(self.store, &s);
                             return Err(e);
                         }
@@ -328,13 +327,16 @@ impl Batch<'_> {
                     Location { area: Area::Staging, file: st.number, offset }
                 }
                 Sink::Tree(txn) => {
+                    let mut rec = Vec::with_capacity(head.len() + body.len());
+                    rec.extend_from_slice(&head);
+                    rec.extend_from_slice(body);
                     txn.put(&record_key(&id), &rec)?;
                     Location { area: Area::Inline, file: 0, offset: 0 }
                 }
             };
             Ok(Entry::new(flags, &h, loc, size))
         });
-        self.scratch = rec;
+        self.scratch = scratch;
         let e = r?;
         self.bytes += e.record_len();
         match &mut self.sink {

@@ -5,6 +5,7 @@ use std::io::Read;
 
 use fastcdc::v2020::FastCDC;
 
+use std::sync::Arc;
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
@@ -13,48 +14,74 @@ use super::hash::{HashKind, Hasher, ObjectId};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Bytes buffered ahead of the cutter: many chunks per refill, so the
-/// leftover copied to the front at each refill stays small next to it.
+/// leftover copied to the next buffer at each refill stays small next to it.
 const BUFFER: usize = 8 << 20;
 
-pub struct Chunker<R: Read> {
+/// Splits a stream into chunks. Each fill goes into a shared buffer that is
+/// also handed, without a copy, to an optional [`WholeHash`]: the bytes are
+/// hashed whole on another thread while this one cuts and stores chunks.
+pub struct Chunker<'h, R: Read> {
     src: R,
-    buf: Vec<u8>,
+    buf: Arc<Vec<u8>>,
+    /// Buffers the hashing thread has let go of, for reuse.
+    spare: Vec<Arc<Vec<u8>>>,
     start: usize,
     end: usize,
     eof: bool,
     min: usize,
     avg: usize,
     max: usize,
+    whole: Option<&'h mut WholeHash>,
 }
 
-impl<R: Read> Chunker<R> {
-    pub fn new(src: R, c: &Config) -> Chunker<R> {
+impl<'h, R: Read> Chunker<'h, R> {
+    pub fn new(src: R, c: &Config, whole: Option<&'h mut WholeHash>) -> Chunker<'h, R> {
         let max = c.chunk_max as usize;
         Chunker {
             src,
-            buf: vec![0u8; BUFFER.max(4 * max)],
+            buf: Arc::new(Vec::new()),
+            spare: Vec::new(),
             start: 0,
             end: 0,
             eof: false,
             min: c.chunk_min as usize,
             avg: c.chunk_avg as usize,
             max,
+            whole,
         }
     }
 
+    /// Moves the unread tail to a fresh buffer and reads on after it.
     fn fill(&mut self) -> Result<()> {
-        if self.start > 0 {
-            self.buf.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
-        }
-        while !self.eof && self.end < self.buf.len() {
-            match self.src.read(&mut self.buf[self.end..]) {
+        let size = BUFFER.max(4 * self.max);
+        let mut next = self
+            .spare
+            .iter()
+            .position(|b| Arc::strong_count(b) == 1)
+            .map(|i| self.spare.swap_remove(i))
+            .and_then(|b| Arc::try_unwrap(b).ok())
+            .unwrap_or_default();
+        next.clear();
+        next.extend_from_slice(&self.buf[self.start..self.end]);
+        let kept = next.len();
+        next.resize(size, 0);
+        let mut end = kept;
+        while !self.eof && end < size {
+            match self.src.read(&mut next[end..]) {
                 Ok(0) => self.eof = true,
-                Ok(n) => self.end += n,
+                Ok(n) => end += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(Error::io("reading the object stream failed", e)),
             }
+        }
+        let old = std::mem::replace(&mut self.buf, Arc::new(next));
+        if self.spare.len() < 4 {
+            self.spare.push(old);
+        }
+        self.start = 0;
+        self.end = end;
+        if let Some(w) = self.whole.as_deref_mut() {
+            w.update_shared(self.buf.clone(), kept..end);
         }
         Ok(())
     }
@@ -77,56 +104,42 @@ impl<R: Read> Chunker<R> {
     }
 }
 
-/// Hashes a stream as it is read, on a second thread where one can be
-/// started (the whole-object hash then costs no time of the thread that
-/// chunks, hashes chunks and writes).
+/// A piece of a shared buffer for the hashing thread.
+type Piece = (Arc<Vec<u8>>, std::ops::Range<usize>);
+
+/// Hashes a stream whole on a second thread where one can be started (the
+/// thread that chunks, hashes chunks and writes then does not pay for it),
+/// inline otherwise.
 pub struct WholeHash {
     inline: Option<Hasher>,
-    tx: Option<SyncSender<Vec<u8>>>,
+    tx: Option<SyncSender<Piece>>,
     worker: Option<JoinHandle<ObjectId>>,
-    pending: Vec<u8>,
+    failed: bool,
 }
-
-/// Bytes handed to the hashing thread at a time.
-const HASH_PIECE: usize = 4 << 20;
 
 impl WholeHash {
     pub fn new(kind: HashKind) -> WholeHash {
-        let (tx, rx) = sync_channel::<Vec<u8>>(2);
+        let (tx, rx) = sync_channel::<Piece>(2);
         let worker = std::thread::Builder::new().name("bale-hash".into()).spawn(move || {
             let mut h = kind.hasher();
-            while let Ok(piece) = rx.recv() {
-                h.update(&piece);
+            while let Ok((buf, range)) = rx.recv() {
+                h.update(&buf[range]);
             }
             h.finish()
         });
         match worker {
-            Ok(w) => WholeHash { inline: None, tx: Some(tx), worker: Some(w), pending: Vec::new() },
-            Err(_) => WholeHash { inline: Some(kind.hasher()), tx: None, worker: None, pending: Vec::new() },
+            Ok(w) => WholeHash { inline: None, tx: Some(tx), worker: Some(w), failed: false },
+            Err(_) => WholeHash { inline: Some(kind.hasher()), tx: None, worker: None, failed: false },
         }
     }
 
-    pub fn update(&mut self, data: &[u8]) {
+    pub fn update_shared(&mut self, buf: Arc<Vec<u8>>, range: std::ops::Range<usize>) {
         if let Some(h) = &mut self.inline {
-            h.update(data);
-            return;
-        }
-        self.pending.extend_from_slice(data);
-        if self.pending.len() >= HASH_PIECE {
-            self.send();
-        }
-    }
-
-    fn send(&mut self) {
-        let piece = std::mem::take(&mut self.pending);
-        if let Some(tx) = &self.tx
-            && let Err(back) = tx.send(piece)
+            h.update(&buf[range]);
+        } else if let Some(tx) = &self.tx
+            && tx.send((buf, range)).is_err()
         {
-            // The thread is gone (it cannot fail, but be safe): what it
-            // hashed is lost, so the object cannot be named.
-            self.inline = None;
-            self.tx = None;
-            drop(back);
+            self.failed = true;
         }
     }
 
@@ -134,28 +147,11 @@ impl WholeHash {
         if let Some(h) = self.inline.take() {
             return Ok(h.finish());
         }
-        if !self.pending.is_empty() {
-            self.send();
-        }
         drop(self.tx.take());
         match self.worker.take().map(|w| w.join()) {
-            Some(Ok(id)) => Ok(id),
+            Some(Ok(id)) if !self.failed => Ok(id),
             _ => Err(Error::new(ErrorKind::Io, "the hashing thread failed")),
         }
-    }
-}
-
-/// A reader that feeds everything read through it to a [`WholeHash`].
-pub struct Tee<'h, R> {
-    pub inner: R,
-    pub hash: &'h mut WholeHash,
-}
-
-impl<R: Read> Read for Tee<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.hash.update(&buf[..n]);
-        Ok(n)
     }
 }
 
@@ -184,7 +180,7 @@ mod tests {
             }
         }
         let c = Config { chunk_min: 1024, chunk_avg: 4096, chunk_max: 16384, ..Config::default() };
-        let mut ch = Chunker::new(Trickle(data, reader_step), &c);
+        let mut ch = Chunker::new(Trickle(data, reader_step), &c, None);
         let mut out = Vec::new();
         while let Some(x) = ch.next_chunk().unwrap() {
             assert!(x.len() <= 16384);

@@ -389,7 +389,8 @@ impl PackOut {
     }
 
     fn append(&mut self, store: &ObjectStore, id: ObjectId, old: Entry, h: &RecordHeader, rec: &[u8]) -> Result<()> {
-        let loc = self.writer.append(rec)?;
+        let (head, body) = rec.split_at(RECORD_HEADER_LEN.min(rec.len()));
+        let loc = self.writer.append(head, body)?;
         self.moves.push((id, old.loc, Entry { loc, codec: h.codec, stored_len: h.stored_len, ..old }));
         self.pending_bytes += rec.len() as u64;
         self.moved_records += 1;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::dir::Dir;
 use super::entry::{Area, KEY_PACK, Location, PackInfo, pack_number};
-use super::staging::{PACK_DATA_START, check_pack_header, pack_header};
+use super::staging::{DIRECT_WRITE, PACK_DATA_START, check_pack_header, pack_header};
 use super::store::{ObjectStore, PACKS_DIR, file_name};
 use crate::btree::{ReadOps, ReadTxn};
 use crate::error::{Error, Result};
@@ -96,8 +96,9 @@ impl PackWriter {
         Ok(())
     }
 
-    /// Appends one record; returns where it went.
-    pub fn append(&mut self, rec: &[u8]) -> Result<Location> {
+    /// Appends one record (header and stored payload); returns where it
+    /// went.
+    pub fn append(&mut self, head: &[u8], body: &[u8]) -> Result<Location> {
         if self.file.is_some() && self.len >= self.target {
             self.finish_file()?;
             self.number += 1;
@@ -112,8 +113,16 @@ impl PackWriter {
             self.len = PACK_DATA_START;
         }
         let loc = Location { area: Area::Pack, file: self.number, offset: self.len };
-        self.buf.extend_from_slice(rec);
-        self.len += rec.len() as u64;
+        self.buf.extend_from_slice(head);
+        self.len += head.len() as u64;
+        if body.len() >= DIRECT_WRITE {
+            self.flush()?;
+            let Some(f) = &self.file else { return Err(Error::corrupt("no pack to write to")) };
+            f.write_all_at(body, self.len)?;
+        } else {
+            self.buf.extend_from_slice(body);
+        }
+        self.len += body.len() as u64;
         self.touched.insert(self.number, self.len);
         if self.buf.len() >= WRITE_PIECE {
             self.flush()?;

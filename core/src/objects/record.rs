@@ -190,35 +190,46 @@ pub fn encode_record(
     policy: Compression,
     out: &mut Vec<u8>,
 ) -> Result<RecordHeader> {
+    let mut scratch = Vec::new();
+    let (h, head, body) = encode_parts(kind, id, level, payload, policy, &mut scratch)?;
+    out.clear();
+    out.extend_from_slice(&head);
+    out.extend_from_slice(body);
+    Ok(h)
+}
+
+/// [`encode_record`] without copying a payload that stays raw: returns the
+/// header, its bytes, and the stored payload (`payload` itself, or the
+/// compressed bytes in `scratch`).
+pub fn encode_parts<'p>(
+    kind: RecordKind,
+    id: ObjectId,
+    level: u8,
+    payload: &'p [u8],
+    policy: Compression,
+    scratch: &'p mut Vec<u8>,
+) -> Result<(RecordHeader, [u8; RECORD_HEADER_LEN], &'p [u8])> {
     if payload.len() > MAX_RECORD_PAYLOAD as usize {
         return Err(Error::new(ErrorKind::TooLarge, "record payload exceeds 16 MiB"));
     }
-    out.clear();
-    out.resize(RECORD_HEADER_LEN, 0);
     let try_lz4 = match policy {
         Compression::Never => false,
         Compression::Always => !payload.is_empty(),
         Compression::Auto => payload.len() >= 64 && probe_compresses(payload),
     };
-    let mut codec = CODEC_RAW;
+    let mut compressed = false;
     if try_lz4 {
-        let bound = lz4_flex::block::get_maximum_output_size(payload.len());
-        out.resize(RECORD_HEADER_LEN + bound, 0);
-        let c = lz4_flex::block::compress_into(payload, out.get_mut(RECORD_HEADER_LEN..).unwrap_or(&mut []))
-            .unwrap_or(usize::MAX);
+        scratch.resize(lz4_flex::block::get_maximum_output_size(payload.len()), 0);
+        let c = lz4_flex::block::compress_into(payload, scratch).unwrap_or(usize::MAX);
         // Keep it only when it saves at least 1/32: decompressing costs
         // time on every read.
         if c < payload.len() - payload.len() / 32 {
-            codec = CODEC_LZ4;
-            out.truncate(RECORD_HEADER_LEN + c);
-        } else {
-            out.truncate(RECORD_HEADER_LEN);
+            scratch.truncate(c);
+            compressed = true;
         }
     }
-    if codec == CODEC_RAW {
-        out.extend_from_slice(payload);
-    }
-    let stored = out.get(RECORD_HEADER_LEN..).unwrap_or(&[]);
+    let (codec, stored): (u8, &'p [u8]) =
+        if compressed { (CODEC_LZ4, scratch.as_slice()) } else { (CODEC_RAW, payload) };
     let h = RecordHeader {
         kind,
         codec,
@@ -228,10 +239,7 @@ pub fn encode_record(
         id,
         payload_sum: checksum(stored, 0),
     };
-    if let Some(head) = out.get_mut(..RECORD_HEADER_LEN) {
-        head.copy_from_slice(&h.encode());
-    }
-    Ok(h)
+    Ok((h, h.encode(), stored))
 }
 
 /// A cheap guess whether `data` compresses: small data is tried whole,

@@ -59,6 +59,8 @@ pub struct Staging {
 
 /// Appended bytes kept before they are written out.
 const WRITE_BUFFER: usize = 1 << 20;
+/// Payloads at least this large skip the buffer (no copy).
+pub const DIRECT_WRITE: usize = 32 << 10;
 
 impl Staging {
     /// Creates a new staging file under a fresh random name and makes its
@@ -85,18 +87,23 @@ impl Staging {
         Err(Error::new(ErrorKind::Conflict, "could not find a free staging file name"))
     }
 
-    /// Appends one encoded record; returns its offset.
-    pub fn append(&mut self, record: &[u8]) -> Result<u64> {
+    /// Appends one record (header and stored payload); returns its offset.
+    /// Small records are gathered into one write; a large payload is
+    /// written straight from the caller's buffer.
+    pub fn append(&mut self, head: &[u8], body: &[u8]) -> Result<u64> {
         let at = self.len;
-        if self.buf.len() + record.len() > WRITE_BUFFER {
+        if self.buf.len() + head.len() + body.len() > WRITE_BUFFER {
             self.flush()?;
         }
-        if record.len() >= WRITE_BUFFER {
-            self.file.write_all_at(record, at)?;
+        self.buf.extend_from_slice(head);
+        self.len += head.len() as u64;
+        if body.len() >= DIRECT_WRITE {
+            self.flush()?;
+            self.file.write_all_at(body, self.len)?;
         } else {
-            self.buf.extend_from_slice(record);
+            self.buf.extend_from_slice(body);
         }
-        self.len += record.len() as u64;
+        self.len += body.len() as u64;
         Ok(at)
     }
 
