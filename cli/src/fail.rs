@@ -16,12 +16,15 @@ pub mod exit {
 pub const EXIT_CODES_HELP: &str = "\
 Exit codes:
   0  success
-  1  error; also `kv get` of a key that is not in the store (code NOT_FOUND)
-  2  usage error: unknown verb or flag, missing argument, bad --hex key
-  3  corruption: `check` found problems, or a command met a CORRUPT or
-     CHECKSUM_MISMATCH error
+  1  error; also `kv get` of a key or `obj get` of an object that is not
+     in the store (code NOT_FOUND)
+  2  usage error: unknown verb or flag, missing argument, bad --hex key,
+     malformed object id
+  3  corruption: `check` or `obj validate` found problems, or a command met
+     a CORRUPT or CHECKSUM_MISMATCH error
   4  locked: another handle or process is writing the store (LOCKED);
-     retry, or pass --wait to queue behind it
+     retry, or pass --wait to queue behind it (`obj rm`, `obj repack` and
+     `obj repair` need the object store to themselves and do not wait)
   5  not a bale store (NOT_A_BALE_FILE), or a bale format version this
      build cannot read (UNSUPPORTED_VERSION)
 

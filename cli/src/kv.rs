@@ -289,8 +289,9 @@ fn copy(from: &mut dyn Read, to: &mut dyn Write) -> Result<u64, Failure> {
     }
 }
 
-/// A read error of a value stream: the core's error when it carries one.
-fn read_failure(e: io::Error) -> Failure {
+/// A read error of a value or object stream: the core's error when it
+/// carries one.
+pub fn read_failure(e: io::Error) -> Failure {
     let core = e
         .get_ref()
         .and_then(|inner| inner.downcast_ref::<bale::Error>())

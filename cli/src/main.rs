@@ -1,11 +1,13 @@
 //! `bale`: the command line of the bale store. Reads and writes keys,
-//! bulk-loads, inspects, checks and compacts store files, and runs a quick
-//! benchmark. See `bale --help` for the verbs and the exit codes.
+//! bulk-loads, inspects, checks and compacts store files, works with object
+//! stores (`bale obj`), and runs a quick benchmark. See `bale --help` for
+//! the verbs and the exit codes.
 
 mod admin;
 mod bench;
 mod fail;
 mod kv;
+mod obj;
 mod progress;
 mod text;
 
@@ -21,11 +23,13 @@ use fail::{EXIT_CODES_HELP, Failure, exit};
 #[command(
     name = "bale",
     version,
-    about = "Read, write, inspect, check and compact bale store files",
-    long_about = "Read, write, inspect, check and compact bale store files.\n\n\
+    about = "Read, write, inspect, check and compact bale store files and object stores",
+    long_about = "Read, write, inspect, check and compact bale store files and object stores.\n\n\
         A bale store is one file holding an ordered map of byte keys to byte \
         values (values may be many gigabytes; they are streamed). Every change \
-        is one crash-safe transaction.",
+        is one crash-safe transaction. An object store (`bale obj`) holds \
+        immutable objects named by the hash of their content, deduplicated \
+        in chunks and compressed.",
     after_help = EXIT_CODES_HELP,
     arg_required_else_help = true
 )]
@@ -50,6 +54,9 @@ enum Command {
     /// Put, get, remove, list and bulk-load keys.
     #[command(subcommand, after_help = EXIT_CODES_HELP)]
     Kv(kv::KvCommand),
+    /// Add, get, list, remove, pack and validate objects of an object store.
+    #[command(subcommand, after_help = EXIT_CODES_HELP)]
+    Obj(obj::ObjCommand),
     /// Show the size, shape and fill of a store.
     #[command(after_help = EXIT_CODES_HELP)]
     Stat(FileArg),
@@ -144,6 +151,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
     let ctx = Ctx { json: cli.json, wait: cli.wait, mmap: !cli.no_mmap };
     match cli.command {
         Command::Kv(cmd) => kv::run(&ctx, cmd),
+        Command::Obj(cmd) => obj::run(&ctx, cmd),
         Command::Stat(a) => admin::stat(&ctx, &a.file),
         Command::Check(a) => admin::check(&ctx, &a.file),
         Command::Compact(a) => admin::compact(&ctx, &a.file),
