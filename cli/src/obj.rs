@@ -1,11 +1,13 @@
 //! `bale obj`: the content-addressed object store (FORMAT.md, "Object
-//! store"). This file holds the verbs and the ones that add and read
-//! objects; `obj/maint.rs` the ones that inspect and maintain a store.
+//! store"). This file holds the verbs, how they open a store, and `init`;
+//! `obj/add.rs` adds, `obj/read.rs` reads, `obj/maint.rs` inspects and
+//! maintains, `obj/transfer.rs` copies between stores.
 
+mod add;
 mod maint;
+mod read;
+mod transfer;
 
-use std::fs::{File, OpenOptions};
-use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use bale::objects::{Compression, Config, HashKind, ObjectId, ObjectOptions, ObjectStore};
@@ -30,17 +32,24 @@ pub enum ObjCommand {
         after_help = EXIT_CODES_HELP
     )]
     Init(InitArgs),
-    /// Add files (or stdin with `-`) as objects; prints one id per input.
+    /// Add files (or stdin with `-`), or a directory tree, as objects.
     #[command(
         long_about = "Add each FILE (`-` is stdin) as one object and print its id, \
             one line per input in the order given. Inputs are streamed: objects \
             larger than the store's largest chunk are split into chunks, and \
             chunks already stored are not stored again. All inputs are made \
             durable together, at the end; if one fails, none is added.\n\n\
-            With --json: {\"objects\": [{\"path\", \"id\", \"size\"}], \"count\", \"bytes\"}.",
+            Given one directory DIR instead, every regular file below it is \
+            added (committed in steps), and with --paths each file's path \
+            relative to DIR is put in a tree store with its id (raw id bytes) \
+            as the value. Symbolic links and special files are never followed \
+            or opened: they fail the add, or with --skip-links are left out and \
+            listed.\n\n\
+            With --json: {\"objects\": [{\"path\", \"id\", \"size\"}], \"count\", \"bytes\"}; \
+            for a directory {\"dir\", \"files\", \"bytes\", \"dirs\", \"skipped\", \"paths\", \"seconds\"}.",
         after_help = EXIT_CODES_HELP
     )]
-    Add(AddArgs),
+    Add(add::AddArgs),
     /// Write an object to stdout or to a file (-o), streamed.
     #[command(
         long_about = "Write the content of object ID to stdout, or with -o to a new \
@@ -50,10 +59,10 @@ pub enum ObjCommand {
             An id that is not in the store is NOT_FOUND (exit code 1).",
         after_help = EXIT_CODES_HELP
     )]
-    Get(GetArgs),
+    Get(read::GetArgs),
     /// Write objects to stdout, one after the other.
     #[command(after_help = EXIT_CODES_HELP)]
-    Cat(CatArgs),
+    Cat(read::CatArgs),
     /// List the ids of the objects, in id order.
     #[command(
         long_about = "List the id of every object, one per line, in id order. \
@@ -64,7 +73,7 @@ pub enum ObjCommand {
             \"chunked\", \"packed\", \"compressed\"]}], \"count\"}.",
         after_help = EXIT_CODES_HELP
     )]
-    Ls(LsArgs),
+    Ls(read::LsArgs),
     /// Remove objects; their space is reclaimed by `obj repack`.
     #[command(
         long_about = "Remove each object ID, in one commit. Ids that are not in \
@@ -74,7 +83,7 @@ pub enum ObjCommand {
             another process has it open for writing.",
         after_help = EXIT_CODES_HELP
     )]
-    Rm(RmArgs),
+    Rm(maint::RmArgs),
     /// Show a store's counts and sizes, or one object's.
     #[command(
         long_about = "Without ID: the store's parameters, its objects and their \
@@ -123,6 +132,33 @@ pub enum ObjCommand {
         after_help = EXIT_CODES_HELP
     )]
     Repair(maint::RepairArgs),
+    /// Pack, remove leftovers of interrupted operations, compact the index.
+    #[command(
+        long_about = "Pack what no writer holds, remove files left by interrupted \
+            creation, rebuild or cleaning, and compact the index. Needs the store \
+            to itself: exit code 4 (LOCKED) while another process has it open \
+            for writing. A single-file store only has its unused chunks dropped \
+            (compact the file with `bale compact`).",
+        after_help = EXIT_CODES_HELP
+    )]
+    Clean(StoreArg),
+    /// Copy objects (all, or the ids given) into another store.
+    #[command(
+        long_about = "Copy the objects ID... (every object when none is given) from \
+            STORE into DEST, skipping those DEST has. Each object is verified \
+            against its id on the way and chunked with DEST's parameters. Both \
+            stores must use the same hash. --create makes DEST with STORE's \
+            parameters when it does not exist.",
+        after_help = EXIT_CODES_HELP
+    )]
+    Export(transfer::ExportArgs),
+    /// Copy objects (all, or the ids given) from another store.
+    #[command(
+        long_about = "Copy the objects ID... (every object when none is given) from \
+            SRC into STORE, skipping those STORE has; as `obj export SRC STORE`.",
+        after_help = EXIT_CODES_HELP
+    )]
+    Import(transfer::ImportArgs),
 }
 
 #[derive(Args, Debug)]
@@ -158,75 +194,22 @@ pub struct InitArgs {
     pack_target: Option<u64>,
 }
 
-#[derive(Args, Debug)]
-pub struct AddArgs {
-    /// The object store.
-    store: PathBuf,
-    /// Files to add; `-` reads one object from stdin.
-    #[arg(required = true, value_name = "FILE")]
-    inputs: Vec<PathBuf>,
-}
-
-#[derive(Args, Debug)]
-pub struct GetArgs {
-    /// The object store.
-    store: PathBuf,
-    /// The object's id (hex).
-    id: String,
-    /// Write to this new file instead of stdout.
-    #[arg(short, long, value_name = "OUT")]
-    output: Option<PathBuf>,
-    /// Replace OUT if it exists (a symbolic link at OUT is still refused).
-    #[arg(long, requires = "output")]
-    force: bool,
-    /// Hash what is read and fail on data that does not match its id.
-    #[arg(long)]
-    verify: bool,
-}
-
-#[derive(Args, Debug)]
-pub struct CatArgs {
-    /// The object store.
-    store: PathBuf,
-    /// The objects' ids (hex).
-    #[arg(required = true)]
-    ids: Vec<String>,
-    /// Hash what is read and fail on data that does not match its id.
-    #[arg(long)]
-    verify: bool,
-}
-
-#[derive(Args, Debug)]
-pub struct LsArgs {
-    /// The object store.
-    store: PathBuf,
-    /// Print each object's size, stored size and flags before its id.
-    #[arg(short, long)]
-    long: bool,
-}
-
-#[derive(Args, Debug)]
-pub struct RmArgs {
-    /// The object store.
-    store: PathBuf,
-    /// The ids of the objects to remove (hex).
-    #[arg(required = true)]
-    ids: Vec<String>,
-}
-
 pub fn run(ctx: &Ctx, cmd: ObjCommand) -> Result<u8, Failure> {
     match cmd {
         ObjCommand::Init(a) => init(ctx, a),
-        ObjCommand::Add(a) => add(ctx, a),
-        ObjCommand::Get(a) => get(ctx, a),
-        ObjCommand::Cat(a) => cat(ctx, a),
-        ObjCommand::Ls(a) => ls(ctx, a),
-        ObjCommand::Rm(a) => rm(ctx, a),
+        ObjCommand::Add(a) => add::add(ctx, a),
+        ObjCommand::Get(a) => read::get(ctx, a),
+        ObjCommand::Cat(a) => read::cat(ctx, a),
+        ObjCommand::Ls(a) => read::ls(ctx, a),
+        ObjCommand::Rm(a) => maint::rm(ctx, a),
         ObjCommand::Stat(a) => maint::stat(ctx, a),
         ObjCommand::Pack(a) => maint::pack(ctx, &a.store),
         ObjCommand::Repack(a) => maint::repack(ctx, a),
         ObjCommand::Validate(a) => maint::validate(ctx, a),
         ObjCommand::Repair(a) => maint::repair(ctx, a),
+        ObjCommand::Clean(a) => maint::clean(ctx, &a.store),
+        ObjCommand::Export(a) => transfer::export(ctx, a),
+        ObjCommand::Import(a) => transfer::import(ctx, a),
     }
 }
 
@@ -287,6 +270,9 @@ pub fn size_arg(s: &str) -> Result<u64, String> {
     n.checked_mul(1 << shift).ok_or_else(|| format!("{s:?} is too large"))
 }
 
+/// Inputs of this many bytes and more get a progress bar.
+const BAR_MIN_BYTES: u64 = 8 << 20;
+
 /// A progress bar over bytes, or a hidden one with --json (whose readers
 /// want nothing but the document).
 fn bytes_bar(ctx: &Ctx, len: u64, message: &str) -> ProgressBar {
@@ -333,7 +319,7 @@ fn init(ctx: &Ctx, a: InitArgs) -> Result<u8, Failure> {
         print_json(&json!({
             "store": path.display().to_string(),
             "single_file": store.is_single_file(),
-            "config": config_json(c),
+            "config": config_json(&store),
         }))?;
     } else {
         let layout = if store.is_single_file() { "single-file" } else { "directory" };
@@ -351,274 +337,19 @@ fn init(ctx: &Ctx, a: InitArgs) -> Result<u8, Failure> {
     Ok(exit::OK)
 }
 
-/// The parameters of a store, as `init` and `stat` print them.
-fn config_json(c: &Config) -> serde_json::Value {
+/// The parameters of a store, as `init` and `stat` print them (the
+/// compression policy is the current one: `repack` may change it).
+fn config_json(store: &ObjectStore) -> serde_json::Value {
+    let c = store.config();
     json!({
         "hash": c.hash.name(),
-        "compression": c.compression.name(),
+        "compression": store.compression().name(),
         "chunk_min": c.chunk_min,
         "chunk_avg": c.chunk_avg,
         "chunk_max": c.chunk_max,
         "pack_target": c.pack_target,
         "fanout": c.fanout,
     })
-}
-
-/// Inputs of this many bytes and more get a progress bar.
-const BAR_MIN_BYTES: u64 = 8 << 20;
-
-/// A reader that counts the bytes it passed on.
-struct Counted<R> {
-    inner: R,
-    n: u64,
-}
-
-impl<R: Read> Read for Counted<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.n += n as u64;
-        Ok(n)
-    }
-}
-
-fn is_stdin(p: &Path) -> bool {
-    p.as_os_str() == "-"
-}
-
-fn add(ctx: &Ctx, a: AddArgs) -> Result<u8, Failure> {
-    if a.inputs.iter().filter(|p| is_stdin(p)).count() > 1 {
-        return Err(Failure::usage("`-` (stdin) may be given once"));
-    }
-    // Every input is looked at before the store is touched, so that a
-    // mistyped path adds nothing.
-    let mut total = 0u64;
-    for p in a.inputs.iter().filter(|p| !is_stdin(p)) {
-        let m = std::fs::metadata(p).map_err(|e| Failure::io(p.display(), e))?;
-        if m.is_dir() {
-            return Err(Failure::invalid(format!("{}: is a directory; give the files in it", p.display())));
-        }
-        total += m.len();
-    }
-    let store = open(&a.store, Access::Write)?;
-    let mut batch = store.batch()?;
-    let pb = if a.inputs.iter().any(|p| is_stdin(p)) {
-        if ctx.json { ProgressBar::hidden() } else { progress::spinner("adding", true) }
-    } else if total >= BAR_MIN_BYTES {
-        bytes_bar(ctx, total, "adding")
-    } else {
-        ProgressBar::hidden()
-    };
-    let mut added = Vec::with_capacity(a.inputs.len());
-    for p in &a.inputs {
-        let (id, size) = if is_stdin(p) {
-            let mut r = Counted { inner: pb.wrap_read(io::stdin().lock()), n: 0 };
-            (batch.add_reader(&mut r)?, r.n)
-        } else {
-            let f = File::open(p).map_err(|e| Failure::io(p.display(), e))?;
-            let mut r = Counted { inner: pb.wrap_read(f), n: 0 };
-            let id = batch.add_reader(&mut r).map_err(|e| input_failure(p, e))?;
-            (id, r.n)
-        };
-        added.push((p, id, size));
-    }
-    pb.set_message("committing");
-    let committed = batch.commit();
-    pb.finish_and_clear();
-    committed?;
-    store.close()?;
-    if ctx.json {
-        let objects: Vec<_> = added
-            .iter()
-            .map(|(p, id, size)| json!({ "path": p.display().to_string(), "id": id.to_hex(), "size": size }))
-            .collect();
-        let bytes: u64 = added.iter().map(|x| x.2).sum();
-        print_json(&json!({ "objects": objects, "count": added.len(), "bytes": bytes }))?;
-    } else {
-        let mut out = BufWriter::new(io::stdout().lock());
-        for (_, id, _) in &added {
-            writeln!(out, "{id}").map_err(Failure::stdout)?;
-        }
-        out.flush().map_err(Failure::stdout)?;
-    }
-    Ok(exit::OK)
-}
-
-/// An error while adding one input, naming the input when it was its I/O.
-fn input_failure(p: &Path, e: bale::Error) -> Failure {
-    let mut f = Failure::from(e);
-    if f.code == "IO" {
-        f.message = format!("{}: {}", p.display(), f.message);
-    }
-    f
-}
-
-fn get(ctx: &Ctx, a: GetArgs) -> Result<u8, Failure> {
-    let store = open(&a.store, Access::Read)?;
-    let id = parse_id(&store, &a.id)?;
-    // The object is looked up before OUT is created: a missing id leaves
-    // no empty file behind.
-    let mut reader = store.reader(&id)?;
-    reader.set_verify(a.verify);
-    let size = reader.len();
-    let Some(out_path) = &a.output else {
-        let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
-        copy(&mut reader, &mut out, None)?;
-        out.flush().map_err(Failure::stdout)?;
-        return Ok(exit::OK);
-    };
-    let file = create_output(out_path, a.force)?;
-    let pb = if size >= BAR_MIN_BYTES { bytes_bar(ctx, size, "get") } else { ProgressBar::hidden() };
-    let mut out = BufWriter::with_capacity(1 << 16, file);
-    let written = copy(&mut pb.wrap_read(reader), &mut out, Some(out_path))
-        .and_then(|n| out.flush().map(|_| n).map_err(|e| Failure::io(out_path.display(), e)));
-    pb.finish_and_clear();
-    let written = match written {
-        Ok(n) => n,
-        Err(f) => {
-            // A partial object is worse than none.
-            drop(out);
-            let _ = std::fs::remove_file(out_path);
-            return Err(f);
-        }
-    };
-    if ctx.json {
-        print_json(&json!({ "id": id.to_hex(), "size": written, "path": out_path.display().to_string() }))?;
-    }
-    Ok(exit::OK)
-}
-
-/// Opens OUT for writing without ever following a symbolic link there:
-/// O_NOFOLLOW, and without `force` O_EXCL (which refuses any existing
-/// name, dangling links included).
-fn create_output(path: &Path, force: bool) -> Result<File, Failure> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut o = OpenOptions::new();
-    o.write(true).custom_flags(libc::O_NOFOLLOW);
-    if force {
-        o.create(true).truncate(true);
-    } else {
-        o.create_new(true);
-    }
-    o.open(path).map_err(|e| {
-        let shown = path.display();
-        match e.raw_os_error() {
-            Some(libc::EEXIST) => Failure::new(
-                "IO",
-                format!("{shown}: exists; pass --force to replace it (a symbolic link is never followed)"),
-                exit::ERROR,
-            ),
-            Some(libc::ELOOP) => {
-                Failure::new("IO", format!("{shown}: is a symbolic link; refusing to write through it"), exit::ERROR)
-            }
-            _ => Failure::io(shown, e),
-        }
-    })
-}
-
-/// Copies an object to an output, telling read errors (the store) from
-/// write errors (stdout, or the file `out`).
-fn copy(from: &mut dyn Read, to: &mut dyn Write, out: Option<&Path>) -> Result<u64, Failure> {
-    let mut buf = vec![0u8; 1 << 16];
-    let mut total = 0u64;
-    loop {
-        let n = match from.read(&mut buf) {
-            Ok(0) => return Ok(total),
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(crate::kv::read_failure(e)),
-        };
-        to.write_all(&buf[..n]).map_err(|e| match out {
-            Some(p) => Failure::io(p.display(), e),
-            None => Failure::stdout(e),
-        })?;
-        total += n as u64;
-    }
-}
-
-fn cat(_ctx: &Ctx, a: CatArgs) -> Result<u8, Failure> {
-    let store = open(&a.store, Access::Read)?;
-    let ids = a.ids.iter().map(|s| parse_id(&store, s)).collect::<Result<Vec<_>, _>>()?;
-    let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
-    for id in &ids {
-        let mut reader = store.reader(id)?;
-        reader.set_verify(a.verify);
-        copy(&mut reader, &mut out, None)?;
-    }
-    out.flush().map_err(Failure::stdout)?;
-    Ok(exit::OK)
-}
-
-fn ls(ctx: &Ctx, a: LsArgs) -> Result<u8, Failure> {
-    let store = open(&a.store, Access::Read)?;
-    let ids = store.ids()?;
-    let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
-    let mut count = 0u64;
-    if ctx.json {
-        out.write_all(b"{\"objects\":[").map_err(Failure::stdout)?;
-    }
-    for id in &ids {
-        let meta = if a.long {
-            match store.meta(id) {
-                Ok(m) => Some(m),
-                // Removed since the listing was taken.
-                Err(e) if e.kind() == bale::ErrorKind::NotFound => continue,
-                Err(e) => return Err(e.into()),
-            }
-        } else {
-            None
-        };
-        if ctx.json {
-            let mut v = json!({ "id": id.to_hex() });
-            if let Some(m) = meta {
-                v["size"] = json!(m.size);
-                v["stored_size"] = json!(m.stored_size);
-                v["chunked"] = json!(m.chunked);
-                v["packed"] = json!(m.packed);
-                v["compressed"] = json!(m.compressed);
-            }
-            if count > 0 {
-                out.write_all(b",").map_err(Failure::stdout)?;
-            }
-            serde_json::to_writer(&mut out, &v).map_err(|e| Failure::stdout(e.into()))?;
-        } else if let Some(m) = meta {
-            let flag = |on: bool, c: char| if on { c } else { '-' };
-            writeln!(
-                out,
-                "{:>14} {:>14} {}{}{} {id}",
-                m.size,
-                m.stored_size,
-                flag(m.chunked, 'c'),
-                flag(m.packed, 'p'),
-                flag(m.compressed, 'z')
-            )
-            .map_err(Failure::stdout)?;
-        } else {
-            writeln!(out, "{id}").map_err(Failure::stdout)?;
-        }
-        count += 1;
-    }
-    if ctx.json {
-        writeln!(out, "],\"count\":{count}}}").map_err(Failure::stdout)?;
-    }
-    out.flush().map_err(Failure::stdout)?;
-    Ok(exit::OK)
-}
-
-fn rm(ctx: &Ctx, a: RmArgs) -> Result<u8, Failure> {
-    let store = open(&a.store, Access::Write)?;
-    let ids = a.ids.iter().map(|s| parse_id(&store, s)).collect::<Result<Vec<_>, _>>()?;
-    let present = store.has_many(&ids)?;
-    let missing: Vec<String> = ids.iter().zip(&present).filter(|(_, p)| !**p).map(|(id, _)| id.to_hex()).collect();
-    let removed = store.delete(&ids)?;
-    store.close()?;
-    if ctx.json {
-        print_json(&json!({ "removed": removed, "missing": missing }))?;
-    } else {
-        for m in &missing {
-            eprintln!("bale: object {m} was not in the store");
-        }
-    }
-    Ok(exit::OK)
 }
 
 #[cfg(test)]

@@ -345,15 +345,15 @@ fn exit_codes_for_missing_invalid_and_foreign_stores() {
     assert_eq!(code(&run(&["obj", "add", &s, "-", "-"])), 2);
 
     // A missing input adds nothing, not even the inputs before it; a
-    // directory is refused.
+    // directory goes alone.
     let y = file(&t, "y", b"y");
     let nope = t.path("nope").display().to_string();
     let (c, v, _) = fails(&["--json", "obj", "add", &s, &y, &nope]);
     assert_eq!(c, 1);
     assert_eq!(v.unwrap()["error"]["code"], "IO");
     let (c, v, _) = fails(&["--json", "obj", "add", &s, &y, &t.0.display().to_string()]);
-    assert_eq!(c, 1);
-    assert_eq!(v.unwrap()["error"]["code"], "INVALID_ARGUMENT");
+    assert_eq!(c, 2);
+    assert_eq!(v.unwrap()["error"]["code"], "USAGE");
     assert_eq!(lines(&["obj", "ls", &s]).len(), 1);
 
     // Not a bale file: exit code 5; a tree store is not an object store.
@@ -500,6 +500,7 @@ fn maintenance_is_locked_while_another_process_writes() {
         vec!["obj", "rm", s.as_str(), id.as_str()],
         vec!["obj", "repack", s.as_str()],
         vec!["obj", "repair", s.as_str(), "--rebuild-index"],
+        vec!["obj", "clean", s.as_str()],
     ] {
         let (c, _, err) = fails(&args);
         assert_eq!(c, 4, "{args:?}: {err}");
@@ -526,9 +527,122 @@ fn maintenance_is_locked_while_another_process_writes() {
 #[test]
 fn help_lists_the_verbs() {
     let help = String::from_utf8(run(&["obj", "--help"]).stdout).unwrap();
-    for verb in ["init", "add", "get", "cat", "ls", "rm", "stat", "pack", "repack", "validate", "repair"] {
+    for verb in [
+        "init", "add", "get", "cat", "ls", "rm", "stat", "pack", "repack", "validate", "repair", "clean", "export",
+        "import",
+    ] {
         assert!(help.contains(&format!("  {verb} ")), "{verb} missing from: {help}");
     }
     let top = String::from_utf8(run(&["--help"]).stdout).unwrap();
     assert!(top.contains("obj"), "{top}");
+}
+
+#[test]
+fn adds_a_directory_tree_and_records_paths() {
+    let t = Tmp::new();
+    let s = store(&t);
+    ok(&["obj", "init", &s]);
+    let root = t.path("assets");
+    std::fs::create_dir_all(root.join("a/b")).unwrap();
+    std::fs::write(root.join("top.txt"), b"top").unwrap();
+    std::fs::write(root.join("a/dup.txt"), b"top").unwrap();
+    std::fs::write(root.join("a/one.json"), b"{\"x\": 1}").unwrap();
+    let big = noise(700 << 10, 21);
+    std::fs::write(root.join("a/b/big.bin"), &big).unwrap();
+    let secret = file(&t, "secret", b"outside the tree");
+    std::os::unix::fs::symlink(&secret, root.join("a/link")).unwrap();
+    let dir = root.display().to_string();
+    let paths = t.path("paths.bale").display().to_string();
+
+    // A link in the tree fails the add before anything is committed.
+    let (c, v, err) = fails(&["--json", "obj", "add", &s, &dir]);
+    assert_eq!(c, 1, "{err}");
+    assert_eq!(v.unwrap()["error"]["code"], "INVALID_ARGUMENT");
+    assert!(err.contains("a/link"), "{err}");
+    assert!(lines(&["obj", "ls", &s]).is_empty());
+
+    let r = json(&["--json", "obj", "add", &s, &dir, "--skip-links", "--paths", &paths]);
+    assert_eq!(r["files"], 4);
+    assert_eq!(r["bytes"], 3 + 3 + 8 + big.len() as u64);
+    assert_eq!(r["dirs"], 3);
+    assert_eq!(r["skipped"], serde_json::json!(["a/link"]));
+    assert_eq!(r["paths"], paths.as_str());
+    assert_eq!(lines(&["obj", "ls", &s]).len(), 3, "the two copies of \"top\" are one object");
+    assert!(!lines(&["obj", "ls", &s]).contains(&HashKind::Blake3.hash(b"outside the tree").to_hex()));
+
+    // The paths are a tree store: relative path -> raw id bytes.
+    assert_eq!(lines(&["kv", "ls", &paths]), ["a/b/big.bin", "a/dup.txt", "a/one.json", "top.txt"]);
+    let id = ok(&["kv", "get", &paths, "a/b/big.bin"]);
+    assert_eq!(id, HashKind::Blake3.hash(&big).as_bytes());
+    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    assert!(ok(&["obj", "get", &s, &hex]) == big);
+
+    let out = text(&["obj", "add", &s, &dir, "--skip-links"]);
+    assert!(out.starts_with("added 4 files"), "{out}");
+    // A directory goes alone; --paths and --skip-links need one.
+    assert_eq!(code(&run(&["obj", "add", &s, &dir, &secret])), 2);
+    assert_eq!(code(&run(&["obj", "add", &s, &secret, "--paths", &paths])), 2);
+    // The object store cannot hold its own paths.
+    let single = t.path("one.bale").display().to_string();
+    ok(&["obj", "init", &single, "--single-file"]);
+    assert_eq!(code(&run(&["obj", "add", &single, &dir, "--skip-links", "--paths", &single])), 1);
+}
+
+#[test]
+fn export_import_and_clean() {
+    let t = Tmp::new();
+    let s = store(&t);
+    ok(&["obj", "init", &s]);
+    let inputs: Vec<String> = (0..4).map(|i| file(&t, &format!("f{i}"), &lines_of_text(200 * (i + 1)))).collect();
+    let mut args = vec!["obj", "add", s.as_str()];
+    args.extend(inputs.iter().map(String::as_str));
+    let ids = lines(&args);
+
+    // Into a store that does not exist yet: --create makes it alike.
+    let dest = t.path("copy").display().to_string();
+    assert_eq!(code(&run(&["obj", "export", &s, &dest, &ids[0]])), 1, "no DEST without --create");
+    let r = json(&["--json", "obj", "export", &s, &dest, "--create", &ids[0], &ids[1]]);
+    assert_eq!(r["objects_copied"], 2);
+    assert_eq!(r["objects_present"], 0);
+    assert_eq!(r["bytes_copied"], (lines_of_text(200).len() + lines_of_text(400).len()) as u64);
+    assert_eq!(r["from"], s.as_str());
+    assert_eq!(r["to"], dest.as_str());
+    // Everything: only what is missing moves.
+    let r = json(&["--json", "obj", "export", &s, &dest]);
+    assert_eq!((r["objects_copied"].as_u64(), r["objects_present"].as_u64()), (Some(2), Some(2)));
+    let mut sorted = ids.clone();
+    sorted.sort();
+    assert_eq!(lines(&["obj", "ls", &dest]), sorted);
+
+    // Import into a single-file store.
+    let single = t.path("one.bale").display().to_string();
+    ok(&["obj", "init", &single, "--single-file"]);
+    let r = json(&["--json", "obj", "import", &single, &s, &ids[3]]);
+    assert_eq!(r["objects_copied"], 1);
+    assert_eq!(ok(&["obj", "get", &single, &ids[3]]), lines_of_text(800));
+    let out = text(&["obj", "import", &single, &dest]);
+    assert!(out.starts_with("copied 3 objects"), "{out}");
+    // Unknown ids fail; a store of another hash is refused.
+    let missing = HashKind::Blake3.hash(b"absent").to_hex();
+    let (c, v, _) = fails(&["--json", "obj", "export", &s, &dest, &missing]);
+    assert_eq!(c, 1);
+    assert_eq!(v.unwrap()["error"]["code"], "NOT_FOUND");
+    let sha = t.path("sha").display().to_string();
+    ok(&["obj", "init", &sha, "--hash", "sha256"]);
+    let (c, v, _) = fails(&["--json", "obj", "export", &s, &sha]);
+    assert_eq!(c, 1);
+    assert_eq!(v.unwrap()["error"]["code"], "INVALID_ARGUMENT");
+
+    // Clean packs and compacts; the objects stay.
+    std::fs::write(Path::new(&s).join("index.compact"), b"left by a crash").unwrap();
+    let r = json(&["--json", "obj", "clean", &s]);
+    for field in ["files_removed", "bytes_freed", "index_bytes_before", "index_bytes_after"] {
+        assert!(r[field].is_u64(), "clean lacks {field}: {r}");
+    }
+    assert!(r["files_removed"].as_u64().unwrap() >= 2, "the staging file and the leftover: {r}");
+    assert!(!Path::new(&s).join("index.compact").exists());
+    assert_eq!(json(&["--json", "obj", "stat", &s])["staged_records"], 0);
+    assert_eq!(lines(&["obj", "ls", &s]), sorted);
+    assert_eq!(code(&run(&["obj", "validate", &s])), 0);
+    assert!(text(&["obj", "clean", &single]).starts_with("cleaned"));
 }

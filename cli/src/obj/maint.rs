@@ -21,6 +21,15 @@ pub struct StatArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct RmArgs {
+    /// The object store.
+    store: PathBuf,
+    /// The ids of the objects to remove (hex).
+    #[arg(required = true)]
+    ids: Vec<String>,
+}
+
+#[derive(Args, Debug)]
 pub struct RepackArgs {
     /// The object store.
     store: PathBuf,
@@ -88,7 +97,7 @@ pub fn stat(ctx: &Ctx, a: StatArgs) -> Result<u8, Failure> {
             "store": a.store.display().to_string(),
             "single_file": store.is_single_file(),
             "format_version": store.format_version(),
-            "config": config_json(store.config()),
+            "config": config_json(&store),
             "objects": s.objects,
             "logical_bytes": s.logical_bytes,
             "stored_bytes": s.stored_bytes,
@@ -123,7 +132,7 @@ fn print_stats(path: &Path, store: &ObjectStore, s: &ObjectStats, files: u64, by
             format!(
                 "{}, compression {}, chunks {}/{}/{}, packs of {}",
                 c.hash.name(),
-                c.compression.name(),
+                store.compression().name(),
                 human_bytes(c.chunk_min as u64),
                 human_bytes(c.chunk_avg as u64),
                 human_bytes(c.chunk_max as u64),
@@ -209,6 +218,23 @@ fn pack_report(ctx: &Ctx, verb: &str, path: &Path, r: &bale::objects::PackReport
     Ok(())
 }
 
+pub fn rm(ctx: &Ctx, a: RmArgs) -> Result<u8, Failure> {
+    let store = open(&a.store, Access::Write)?;
+    let ids = a.ids.iter().map(|s| parse_id(&store, s)).collect::<Result<Vec<_>, _>>()?;
+    let present = store.has_many(&ids)?;
+    let missing: Vec<String> = ids.iter().zip(&present).filter(|(_, p)| !**p).map(|(id, _)| id.to_hex()).collect();
+    let removed = store.delete(&ids)?;
+    store.close()?;
+    if ctx.json {
+        print_json(&json!({ "removed": removed, "missing": missing }))?;
+    } else {
+        for m in &missing {
+            eprintln!("bale: object {m} was not in the store");
+        }
+    }
+    Ok(exit::OK)
+}
+
 pub fn pack(ctx: &Ctx, path: &Path) -> Result<u8, Failure> {
     let store = open(path, Access::Write)?;
     let started = Instant::now();
@@ -237,6 +263,37 @@ pub fn repack(ctx: &Ctx, a: RepackArgs) -> Result<u8, Failure> {
     let r = r?;
     store.close()?;
     pack_report(ctx, "repacked", &a.store, &r, started.elapsed().as_secs_f64())?;
+    Ok(exit::OK)
+}
+
+pub fn clean(ctx: &Ctx, path: &Path) -> Result<u8, Failure> {
+    let store = open(path, Access::Write)?;
+    let started = Instant::now();
+    let pb = if ctx.json { indicatif::ProgressBar::hidden() } else { crate::progress::busy("cleaning") };
+    let r = store.clean();
+    pb.finish_and_clear();
+    let r = r?;
+    store.close()?;
+    let secs = started.elapsed().as_secs_f64();
+    if ctx.json {
+        print_json(&json!({
+            "store": path.display().to_string(),
+            "files_removed": r.files_removed,
+            "bytes_freed": r.bytes_freed,
+            "index_bytes_before": r.index_bytes_before,
+            "index_bytes_after": r.index_bytes_after,
+            "seconds": secs,
+        }))?;
+    } else {
+        println!(
+            "cleaned {}: {} files removed, {} freed, index {} -> {}, {secs:.2} s",
+            path.display(),
+            grouped(r.files_removed),
+            human_bytes(r.bytes_freed),
+            human_bytes(r.index_bytes_before),
+            human_bytes(r.index_bytes_after)
+        );
+    }
     Ok(exit::OK)
 }
 
