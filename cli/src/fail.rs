@@ -23,8 +23,9 @@ Exit codes:
   3  corruption: `check` or `obj validate` found problems, or a command met
      a CORRUPT or CHECKSUM_MISMATCH error
   4  locked: another handle or process is writing the store (LOCKED);
-     retry, or pass --wait to queue behind it (`obj rm`, `obj repack` and
-     `obj repair` need the object store to themselves and do not wait)
+     retry, or pass --wait to queue behind it (`obj rm`, `obj repack`,
+     `obj clean` and `obj repair` need the object store to themselves and
+     do not wait)
   5  not a bale store (NOT_A_BALE_FILE), or a bale format version this
      build cannot read (UNSUPPORTED_VERSION)
 

@@ -186,6 +186,7 @@ fn json_outputs_have_stable_fields() {
     let st = json(&["--json", "obj", "stat", &s]);
     assert_eq!(st["objects"], 1);
     assert_eq!(st["compressed_records"], 0);
+    assert_eq!(st["config"]["compression"], "never", "the policy for new records too");
 
     let r = json(&["--json", "obj", "repair", &s, "--rebuild-index"]);
     assert_eq!(r["objects"], 1);
