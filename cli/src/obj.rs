@@ -38,7 +38,9 @@ pub enum ObjCommand {
             one line per input in the order given. Inputs are streamed: objects \
             larger than the store's largest chunk are split into chunks, and \
             chunks already stored are not stored again. All inputs are made \
-            durable together, at the end; if one fails, none is added.\n\n\
+            durable together, at the end; if one fails, none is added. Files \
+            go straight into a pack unless another process is packing; stdin \
+            goes to a staging file, for `obj pack`.\n\n\
             Given one directory DIR instead, every regular file below it is \
             added (committed in steps), and with --paths each file's path \
             relative to DIR is put in a tree store with its id (raw id bytes) \

@@ -23,6 +23,11 @@ fn file(t: &Tmp, name: &str, data: &[u8]) -> String {
     p.display().to_string()
 }
 
+/// Runs with `stdin`, asserts success and returns stdout as text.
+fn text_with(args: &[&str], stdin: &[u8]) -> String {
+    String::from_utf8(ok_with(args, stdin)).unwrap()
+}
+
 /// Runs and returns the exit code, stdout as JSON (if any) and stderr.
 fn fails(args: &[&str]) -> (i32, Option<Value>, String) {
     let o = run(args);
@@ -69,10 +74,13 @@ fn add_get_ls_stat_rm_round_trip() {
     want.sort();
     assert_eq!(lines(&["obj", "ls", &s]), want);
     let long = lines(&["obj", "ls", &s, "--long"]);
-    let row = long.iter().find(|l| l.ends_with(&ids[1])).unwrap();
-    let cols: Vec<&str> = row.split_whitespace().collect();
-    assert_eq!(cols[0], (1 << 20).to_string());
-    assert!(cols[2].starts_with("c-"), "chunked, not packed yet: {row}");
+    let cols = |id: &str| -> Vec<String> {
+        let row = long.iter().find(|l| l.ends_with(id)).unwrap();
+        row.split_whitespace().map(str::to_string).collect()
+    };
+    assert_eq!(cols(&ids[1])[0], (1 << 20).to_string());
+    assert!(cols(&ids[1])[2].starts_with("cp"), "files go straight into a pack: {long:?}");
+    assert!(cols(ids2[1])[2].starts_with("--"), "stdin goes to a staging file: {long:?}");
 
     let st = text(&["obj", "stat", &s]);
     assert!(st.contains("objects     4 holding"), "{st}");
@@ -422,8 +430,9 @@ fn repair_rebuilds_a_lost_index() {
     args.extend(inputs.iter().map(String::as_str));
     let mut ids = lines(&args);
     ok(&["obj", "pack", &s]);
-    let more = file(&t, "staged", &noise(400 << 10, 3));
-    ids.push(text(&["obj", "add", &s, &more]).trim().to_string());
+    // One object left in a staging file: stdin goes there.
+    ids.push(text_with(&["obj", "add", &s, "-"], &noise(400 << 10, 3)).trim().to_string());
+    assert!(json(&["--json", "obj", "stat", &s])["staged_records"].as_u64().unwrap() > 0);
     ids.sort();
 
     std::fs::remove_file(Path::new(&s).join("index")).unwrap();
@@ -594,10 +603,12 @@ fn export_import_and_clean() {
     let t = Tmp::new();
     let s = store(&t);
     ok(&["obj", "init", &s]);
-    let inputs: Vec<String> = (0..4).map(|i| file(&t, &format!("f{i}"), &lines_of_text(200 * (i + 1)))).collect();
+    let inputs: Vec<String> = (0..3).map(|i| file(&t, &format!("f{i}"), &lines_of_text(200 * (i + 1)))).collect();
     let mut args = vec!["obj", "add", s.as_str()];
     args.extend(inputs.iter().map(String::as_str));
-    let ids = lines(&args);
+    let mut ids = lines(&args);
+    // The last one through stdin, which leaves it in a staging file.
+    ids.push(text_with(&["obj", "add", &s, "-"], &lines_of_text(800)).trim().to_string());
 
     // Into a store that does not exist yet: --create makes it alike.
     let dest = t.path("copy").display().to_string();

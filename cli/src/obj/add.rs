@@ -71,8 +71,12 @@ pub fn add(ctx: &Ctx, a: AddArgs) -> Result<u8, Failure> {
         total += std::fs::metadata(p).map_err(|e| Failure::io(p.display(), e))?.len();
     }
     let store = open(&a.store, Access::Write)?;
-    let mut batch = store.batch()?;
-    let pb = if a.inputs.iter().any(|p| is_stdin(p)) {
+    // Files are read to their end at once: their records may go straight
+    // into a pack (holding the packer lock meanwhile). Stdin may take any
+    // time, so it goes through a staging file like every other writer's.
+    let reads_stdin = a.inputs.iter().any(|p| is_stdin(p));
+    let mut batch = if reads_stdin { store.batch()? } else { store.batch_packed()? };
+    let pb = if reads_stdin {
         if ctx.json { ProgressBar::hidden() } else { progress::spinner("adding", true) }
     } else if total >= BAR_MIN_BYTES {
         bytes_bar(ctx, total, "adding")
