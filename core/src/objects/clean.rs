@@ -1,7 +1,8 @@
 //! `clean`: packs what no writer holds, removes leftovers of interrupted
 //! operations, and compacts the index.
 
-use super::store::{INDEX_NAME, ObjectStore};
+use super::staging::new_name;
+use super::store::{INDEX_NAME, ObjectStore, STAGING_DIR};
 use crate::btree::{Store, compact_into, stat};
 use crate::error::Result;
 
@@ -30,6 +31,20 @@ impl ObjectStore {
             let packed = self.pack()?;
             report.files_removed += packed.files_removed;
             report.bytes_freed += packed.bytes_freed;
+            // Staging files whose making was interrupted (no lock: their
+            // writer is gone).
+            for name in dir.list(STAGING_DIR)? {
+                let Some(hex) = name.strip_suffix(".new") else { continue };
+                let Ok(n) = u64::from_str_radix(hex, 16) else { continue };
+                let path = new_name(n);
+                let f = dir.open(&path, true)?;
+                if f.lock_writer(false).is_ok() {
+                    report.bytes_freed += f.len()?;
+                    drop(f);
+                    dir.remove(&path)?;
+                    report.files_removed += 1;
+                }
+            }
             for name in LEFTOVERS {
                 if dir.exists(name)? {
                     report.bytes_freed += dir.open(name, false)?.len()?;

@@ -255,6 +255,13 @@ pub struct ObjectStats {
     /// Records still in staging files (not yet packed).
     pub staged_records: u64,
     pub compressed_records: u64,
+    /// Content bytes stored once each (blobs and chunks, before
+    /// compression): `logical_bytes - unique_bytes` is what deduplication
+    /// saved.
+    pub unique_bytes: u64,
+    /// Numbered packs and their committed bytes.
+    pub packs: u64,
+    pub pack_bytes: u64,
 }
 
 impl ObjectStore {
@@ -280,8 +287,15 @@ impl ObjectStore {
             if e.codec != super::record::CODEC_RAW {
                 st.compressed_records += 1;
             }
+            if e.kind.is_content() {
+                st.unique_bytes += e.size;
+            }
             Ok(())
         })?;
+        for info in super::pack_writer::pack_infos(&self.inner.index.read()?)?.values() {
+            st.packs += 1;
+            st.pack_bytes += info.len;
+        }
         Ok(st)
     }
 }

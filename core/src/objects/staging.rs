@@ -42,6 +42,15 @@ pub fn check_pack_header(f: &dyn Storage, store_id: &[u8; 16], area: Area, n: u6
     Ok(())
 }
 
+/// The name a staging file has while it is being made.
+pub fn new_name(n: u64) -> String {
+    format!("{STAGING_DIR}/{n:016x}.new")
+}
+
+fn already_exists(e: &Error) -> bool {
+    e.kind() == ErrorKind::Io && e.io_error().map(|x| x.kind()) == Some(std::io::ErrorKind::AlreadyExists)
+}
+
 /// A staging file this handle appends to. It holds the file's writer lock
 /// for as long as it lives, so the packer leaves the file alone; dropping
 /// it closes the file and so releases the lock.
@@ -68,19 +77,26 @@ impl Staging {
     pub fn create(dir: &dyn Dir, store_id: &[u8; 16], mut number: impl FnMut() -> u64) -> Result<Staging> {
         for _ in 0..16 {
             let n = number();
-            let f = match dir.create_new(&file_name(Area::Staging, n)) {
+            let name = file_name(Area::Staging, n);
+            // Made under a name the packer ignores, and locked before it is
+            // renamed: the packer never sees the file unlocked and headerless.
+            let tmp = new_name(n);
+            let f = match dir.create_new(&tmp) {
                 Ok(f) => f,
-                Err(e)
-                    if e.kind() == ErrorKind::Io
-                        && e.io_error().map(|x| x.kind()) == Some(std::io::ErrorKind::AlreadyExists) =>
-                {
-                    continue;
-                }
+                Err(e) if already_exists(&e) => continue,
                 Err(e) => return Err(e),
             };
             f.lock_writer(false)?;
             f.write_all_at(&pack_header(store_id, Area::Staging, n), 0)?;
             f.sync()?;
+            // Nothing can make `name` between this check and the rename:
+            // it is only made by renaming `tmp`, which this handle holds.
+            if dir.exists(&name)? {
+                drop(f);
+                dir.remove(&tmp)?;
+                continue;
+            }
+            dir.rename(&tmp, &name)?;
             dir.sync_dir(STAGING_DIR)?;
             return Ok(Staging { file: f, number: n, len: PACK_DATA_START, synced: PACK_DATA_START, buf: Vec::new() });
         }

@@ -48,7 +48,7 @@ impl ObjectStore {
         };
         let present = dest.has_many(ids)?;
         let mut report = TransferReport::default();
-        let mut batch = dest.batch()?;
+        let mut batch = dest.batch_packed()?;
         let mut pending = 0u64;
         for (id, have) in ids.iter().zip(present) {
             if have {
@@ -69,7 +69,7 @@ impl ObjectStore {
             pending += r.len();
             if pending >= COMMIT_BYTES {
                 batch.commit()?;
-                batch = dest.batch()?;
+                batch = dest.batch_packed()?;
                 pending = 0;
             }
             progress(report.objects_copied + report.objects_present, ids.len() as u64);

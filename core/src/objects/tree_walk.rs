@@ -68,7 +68,7 @@ impl ObjectStore {
         }
         let mut report = AddTreeReport::default();
         let mut pending: Vec<(Vec<u8>, ObjectId)> = Vec::new();
-        let mut batch = self.batch()?;
+        let mut batch = self.batch_packed()?;
         let mut batch_bytes = 0u64;
         let mut stack: Vec<(PathBuf, Vec<u8>, usize)> = vec![(root.to_path_buf(), Vec::new(), 0)];
         while let Some((dir, rel, depth)) = stack.pop() {
@@ -123,7 +123,7 @@ impl ObjectStore {
                 if (report.files as usize).is_multiple_of(COMMIT_FILES) || batch_bytes >= COMMIT_BYTES {
                     batch.commit()?;
                     record_paths(paths, &mut pending)?;
-                    batch = self.batch()?;
+                    batch = self.batch_packed()?;
                     batch_bytes = 0;
                 }
                 progress(report.bytes, 0);
