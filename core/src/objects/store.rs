@@ -153,7 +153,8 @@ impl ObjectStore {
         };
         let opened = dir
             .open_index(INDEX_NAME, false, opts.readonly)
-            .and_then(|storage| Store::open_storage(storage, index_options(false, opts.readonly)));
+            .and_then(|storage| Store::open_storage(storage, index_options(false, opts.readonly)))
+            .map_err(|e| Error::new(e.kind(), format!("{}/{INDEX_NAME}: {}", dir.display(), e.message())));
         let index = match opened {
             Ok(i) => i,
             Err(e) if opts.repair && e.kind() != ErrorKind::Locked && e.kind() != ErrorKind::Io => {
