@@ -4,6 +4,7 @@
 //! maintains, `obj/transfer.rs` copies between stores.
 
 mod add;
+mod dos;
 mod maint;
 mod read;
 mod transfer;
@@ -161,6 +162,18 @@ pub enum ObjCommand {
         after_help = EXIT_CODES_HELP
     )]
     Import(transfer::ImportArgs),
+    /// Copy every object of a disk-objectstore container into the store.
+    #[command(
+        name = "import-dos",
+        long_about = "Copy the objects of a disk-objectstore container (its loose \
+            objects, and the packed objects its SQLite index packs.idx lists) into \
+            STORE, skipping those STORE has. Each object is checked against its \
+            SHA-256 key; a damaged container stops the import (CHECKSUM_MISMATCH), \
+            and links inside it are refused. A SHA-256 store keeps the container's \
+            ids (create it with `bale obj init STORE --hash sha256`).",
+        after_help = EXIT_CODES_HELP
+    )]
+    ImportDos(dos::ImportDosArgs),
 }
 
 #[derive(Args, Debug)]
@@ -212,6 +225,7 @@ pub fn run(ctx: &Ctx, cmd: ObjCommand) -> Result<u8, Failure> {
         ObjCommand::Clean(a) => maint::clean(ctx, &a.store),
         ObjCommand::Export(a) => transfer::export(ctx, a),
         ObjCommand::Import(a) => transfer::import(ctx, a),
+        ObjCommand::ImportDos(a) => dos::import_dos(ctx, a),
     }
 }
 
