@@ -6,7 +6,7 @@ CARGO ?= cargo
 BINDING_TESTS :=
 include $(wildcard make/*.mk)
 
-.PHONY: demo test test-rust lint corpus-check corpus crash-long bench bench-percall deps
+.PHONY: demo test test-rust lint corpus-check corpus crash-long bench bench-percall bench-objects deps
 
 deps:
 	@command -v cargo >/dev/null || { echo "cargo is missing: install rustup (https://rustup.rs)"; exit 1; }
@@ -40,10 +40,17 @@ crash-long:
 
 bench:
 	./bench/run.sh
+	$(MAKE) bench-objects
 
 # Per-call reads (a snapshot per get) from Rust, Python and Node, small and
 # large store, and the ratio table (bench/percall.sh; stores cached in
 # bench/work/percall). Settings: RUNS, PASSES, PERCALL_GIB.
+# The object store against disk-objectstore (installed from PyPI into
+# .venv here) and git (bench/objects.sh; settings there).
+bench-objects: python-install
+	@$(PY) -c 'import disk_objectstore' 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check disk-objectstore
+	./bench/objects.sh
+
 bench-percall: python-install node-build
 	@$(PY) -c 'import lmdb' 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check lmdb
 	./bench/run.sh percall

@@ -78,7 +78,7 @@ pub fn w4(data: &Path, work: &Path) {
     assert_eq!(got.len(), unique.len());
     assert_eq!(single_bytes, total);
     println!(
-        "{{\"engine\":\"bale\",\"workload\":\"w4\",\"objects\":{},\"unique\":{},\"bytes\":{total},\"add_s\":{add_s:.4},\"pack_s\":{pack_s:.4},\"write_s\":{write_s:.4},\"records_packed\":{},\"disk_bytes\":{disk},\"disk_alloc_bytes\":{alloc},\"files\":{files},\"read_bulk_s\":{bulk_s:.4},\"bulk_bytes\":{bulk_bytes},\"read_single_s\":{single_s:.4}}}",
+        "{{\"engine\":\"bale-rust\",\"workload\":\"w4\",\"objects\":{},\"unique\":{},\"bytes\":{total},\"add_s\":{add_s:.4},\"pack_s\":{pack_s:.4},\"write_s\":{write_s:.4},\"records_packed\":{},\"disk_bytes\":{disk},\"disk_alloc_bytes\":{alloc},\"files\":{files},\"read_bulk_s\":{bulk_s:.4},\"bulk_bytes\":{bulk_bytes},\"read_single_s\":{single_s:.4}}}",
         objs.len(),
         unique.len(),
         packed.records_moved
@@ -131,7 +131,7 @@ pub fn w5(file: &Path, work: &Path) {
     assert_ne!(id, id2);
     let peak = if can_reset { add_peak.saturating_sub(0) } else { add_peak };
     println!(
-        "{{\"engine\":\"bale\",\"workload\":\"w5\",\"bytes\":{len},\"add_s\":{add_s:.4},\"add_mb_s\":{:.0},\"peak_rss_kb\":{peak},\"base_rss_kb\":{base},\"chunks\":{},\"readd_s\":{readd_s:.4},\"readd_new_bytes\":{},\"read_s\":{read_s:.4},\"read_mb_s\":{:.0}}}",
+        "{{\"engine\":\"bale-rust\",\"workload\":\"w5\",\"bytes\":{len},\"add_s\":{add_s:.4},\"add_mb_s\":{:.0},\"peak_rss_kb\":{peak},\"base_rss_kb\":{base},\"chunks\":{},\"readd_s\":{readd_s:.4},\"readd_new_bytes\":{},\"read_s\":{read_s:.4},\"read_mb_s\":{:.0}}}",
         len as f64 / 1e6 / add_s,
         before.chunks,
         after.stored_bytes - before.stored_bytes,
@@ -165,7 +165,7 @@ pub fn scale(n: usize, work: &Path) {
     let store_files = count(&path.join("packs")) + count(&path.join("staging")) + 3;
     let (disk, _) = dir_size(&path);
     println!(
-        "{{\"engine\":\"bale\",\"workload\":\"scale\",\"files\":{},\"add_s\":{add_s:.4},\"us_per_file\":{:.2},\"pack_s\":{pack_s:.4},\"store_files\":{store_files},\"store_bytes\":{disk}}}",
+        "{{\"engine\":\"bale-rust\",\"workload\":\"scale\",\"files\":{},\"add_s\":{add_s:.4},\"us_per_file\":{:.2},\"pack_s\":{pack_s:.4},\"store_files\":{store_files},\"store_bytes\":{disk}}}",
         r.files,
         add_s * 1e6 / r.files as f64
     );
