@@ -115,3 +115,27 @@ fn clean_compacts_the_index_and_repack_changes_the_policy() {
     assert_eq!(s.compression(), Compression::Never);
     assert!(s.validate(100.0, &mut |_, _| {}).unwrap().is_ok());
 }
+
+#[test]
+fn a_single_file_store_repacks_too() {
+    let d = tmp("single-repack");
+    let s = ObjectStore::open(
+        d.join("s.bale"),
+        ObjectOptions { config: small(), single_file: true, ..ObjectOptions::create() },
+    )
+    .unwrap();
+    let big: Vec<u8> = (0..200_000u32).map(|i| (i.wrapping_mul(2654435761) >> 11) as u8).collect();
+    let big_id = s.add(&big).unwrap();
+    let text = s.add(&b"compressible ".repeat(500)).unwrap();
+    assert!(s.meta(&text).unwrap().compressed);
+    assert_eq!(s.delete(&[big_id]).unwrap(), 1);
+    let r = s.repack(None, &mut |_, _| {}).unwrap();
+    assert!(r.entries_dropped > 10, "{r:?}");
+    let r = s.repack(Some(Compression::Never), &mut |_, _| {}).unwrap();
+    assert_eq!(r.records_moved, 1);
+    assert!(!s.meta(&text).unwrap().compressed);
+    assert_eq!(s.compression(), Compression::Never);
+    assert_eq!(s.get_verified(&text).unwrap(), b"compressible ".repeat(500));
+    assert!(s.validate(100.0, &mut |_, _| {}).unwrap().is_ok());
+    assert_eq!(s.stats().unwrap().objects, 1);
+}

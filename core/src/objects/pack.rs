@@ -214,7 +214,7 @@ impl ObjectStore {
     /// pack is rewritten with that policy. Needs exclusive use of the store.
     pub fn repack(&self, compression: Option<Compression>, progress: Progress<'_>) -> Result<PackReport> {
         self.exclusive(|| {
-            let dir = self.dir()?.clone();
+            let Some(dir) = self.inner.dir.clone() else { return self.repack_single_file(compression) };
             let lock = self.inner.lock.as_ref().ok_or_else(|| Error::invalid("repack needs a writable store"))?;
             if !lock.set(LOCK_PACKER, LockMode::Exclusive, false)? {
                 return Err(Error::new(ErrorKind::Locked, "another process is packing this store; retry later"));
@@ -280,6 +280,37 @@ impl ObjectStore {
         out.commit(self)?;
         report.records_moved += out.moved_records;
         report.bytes_moved += out.moved_bytes;
+        Ok(report)
+    }
+
+    /// A single-file store has no packs: repack drops what no object
+    /// reaches and, with a new policy, re-encodes every record.
+    fn repack_single_file(&self, compression: Option<Compression>) -> Result<PackReport> {
+        let mut report = PackReport { entries_dropped: self.drop_unreachable()?, ..PackReport::default() };
+        let Some(policy) = compression else { return Ok(report) };
+        self.set_compression(policy)?;
+        let mut ids = Vec::new();
+        self.for_each_entry(|id, _| {
+            ids.push(id);
+            Ok(())
+        })?;
+        let mut raw = Vec::new();
+        let mut rec = Vec::new();
+        for part in ids.chunks(10_000) {
+            let mut t = self.inner.index.write()?;
+            for id in part {
+                let key = entry_key(id);
+                let Some(v) = t.get(&key)? else { continue };
+                let e = Entry::decode(&v.to_vec()?, id)?;
+                let h = self.read_record(id, &e, &mut raw)?;
+                let nh = encode_record(h.kind, h.id, h.level, &raw, policy, &mut rec)?;
+                t.put(&super::entry::record_key(id), &rec)?;
+                t.put(&key, &Entry { codec: nh.codec, stored_len: nh.stored_len, ..e }.encode())?;
+                report.records_moved += 1;
+                report.bytes_moved += rec.len() as u64;
+            }
+            t.commit()?;
+        }
         Ok(report)
     }
 
