@@ -2,12 +2,12 @@
 //! in a single-file store, into the store's write transaction) and commits
 //! their index entries together, after one sync.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::Read;
 use std::sync::{Arc, Mutex};
 
 use super::chunk_list::{ListEntry, MAX_LEVEL, encode_list};
-use super::chunker::{Chunker, WholeHash};
+use super::chunker::{Chunker, HashPipe, Piece};
 use super::dir::{DirLock, LockMode};
 use super::entry::{Area, Entry, FLAG_MEMBER, FLAG_OBJECT, Location, PackInfo, entry_key, pack_key, record_key};
 use super::hash::ObjectId;
@@ -18,6 +18,9 @@ use super::store::{LOCK_PACKER, ObjectStore, guard};
 use crate::btree::{ReadOps, ReadTxn, WriteTxn};
 use crate::error::{Error, ErrorKind, Result};
 
+/// Chunks cut ahead of the one being stored, while the other thread
+/// hashes them.
+const IN_FLIGHT: usize = 32;
 /// A staging file is retired (left to the packer) past this size.
 const STAGING_ROTATE: u64 = 64 << 20;
 /// `add_many` commits after this many bytes or objects.
@@ -168,21 +171,40 @@ impl Batch<'_> {
         if head.len() <= cfg.chunk_max as usize {
             return self.add(&head);
         }
-        let mut whole = WholeHash::new(cfg.hash);
+        // Chunks in flight: cut here, hashed on the other thread, stored
+        // here in order once their ids come back.
+        let mut pipe = HashPipe::new(cfg.hash);
         let mut lists = Lists { levels: vec![Vec::new()] };
-        let mut chunker = Chunker::new(std::io::Cursor::new(head).chain(reader), &cfg, Some(&mut whole));
+        let mut chunker = Chunker::new(std::io::Cursor::new(head).chain(reader), &cfg);
+        let mut inflight: VecDeque<Piece> = VecDeque::new();
         let mut total: u64 = 0;
-        while let Some(chunk) = chunker.next_chunk()? {
-            let cid = cfg.hash.hash(chunk);
-            total += chunk.len() as u64;
-            if total >= crate::btree::MAX_VALUE_LEN {
-                return Err(Error::new(ErrorKind::TooLarge, "object exceeds 2^48 bytes"));
+        loop {
+            let next = chunker.next_shared()?;
+            if let Some(fill) = chunker.take_fill() {
+                pipe.whole(fill)?;
             }
-            self.put_content(cid, chunk, false)?;
-            lists.push(self, 0, ListEntry { id: cid, len: chunk.len() as u64 })?;
+            let done = next.is_none();
+            if let Some(piece) = next {
+                total += piece.1.len() as u64;
+                if total >= crate::btree::MAX_VALUE_LEN {
+                    return Err(Error::new(ErrorKind::TooLarge, "object exceeds 2^48 bytes"));
+                }
+                pipe.chunk(piece.clone())?;
+                inflight.push_back(piece);
+            }
+            while inflight.len() > IN_FLIGHT || (done && !inflight.is_empty()) {
+                let Some((buf, r)) = inflight.pop_front() else { break };
+                let cid = pipe.next_id()?;
+                let chunk = &buf[r];
+                self.put_content(cid, chunk, false)?;
+                lists.push(self, 0, ListEntry { id: cid, len: chunk.len() as u64 })?;
+            }
+            if done {
+                break;
+            }
         }
         drop(chunker);
-        let id = whole.finish()?;
+        let id = pipe.finish()?;
         let (level, entries) = lists.finish(self)?;
         if self.known(&id)?.is_some_and(|f| f & FLAG_OBJECT != 0) {
             return Ok(id);

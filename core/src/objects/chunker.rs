@@ -5,8 +5,9 @@ use std::io::Read;
 
 use fastcdc::v2020::FastCDC;
 
+use std::ops::Range;
 use std::sync::Arc;
-use std::sync::mpsc::{SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
 use super::config::Config;
@@ -17,13 +18,15 @@ use crate::error::{Error, ErrorKind, Result};
 /// leftover copied to the next buffer at each refill stays small next to it.
 const BUFFER: usize = 8 << 20;
 
-/// Splits a stream into chunks. Each fill goes into a shared buffer that is
-/// also handed, without a copy, to an optional [`WholeHash`]: the bytes are
-/// hashed whole on another thread while this one cuts and stores chunks.
-pub struct Chunker<'h, R: Read> {
+/// A piece of a shared buffer.
+pub type Piece = (Arc<Vec<u8>>, Range<usize>);
+
+/// Splits a stream into chunks. Each fill goes into a buffer that can be
+/// shared, without a copy, with a hashing thread ([`HashPipe`]).
+pub struct Chunker<R: Read> {
     src: R,
     buf: Arc<Vec<u8>>,
-    /// Buffers the hashing thread has let go of, for reuse.
+    /// Buffers the hashing thread may still hold, for reuse once it is done.
     spare: Vec<Arc<Vec<u8>>>,
     start: usize,
     end: usize,
@@ -31,11 +34,12 @@ pub struct Chunker<'h, R: Read> {
     min: usize,
     avg: usize,
     max: usize,
-    whole: Option<&'h mut WholeHash>,
+    /// The bytes the last fill read, not yet taken by `take_fill`.
+    fresh: Option<Piece>,
 }
 
-impl<'h, R: Read> Chunker<'h, R> {
-    pub fn new(src: R, c: &Config, whole: Option<&'h mut WholeHash>) -> Chunker<'h, R> {
+impl<R: Read> Chunker<R> {
+    pub fn new(src: R, c: &Config) -> Chunker<R> {
         let max = c.chunk_max as usize;
         Chunker {
             src,
@@ -47,7 +51,7 @@ impl<'h, R: Read> Chunker<'h, R> {
             min: c.chunk_min as usize,
             avg: c.chunk_avg as usize,
             max,
-            whole,
+            fresh: None,
         }
     }
 
@@ -75,19 +79,17 @@ impl<'h, R: Read> Chunker<'h, R> {
             }
         }
         let old = std::mem::replace(&mut self.buf, Arc::new(next));
-        if self.spare.len() < 4 {
+        if self.spare.len() < 8 {
             self.spare.push(old);
         }
         self.start = 0;
         self.end = end;
-        if let Some(w) = self.whole.as_deref_mut() {
-            w.update_shared(self.buf.clone(), kept..end);
-        }
+        self.fresh = Some((self.buf.clone(), kept..end));
         Ok(())
     }
 
-    /// The next chunk, borrowed until the following call; `None` at the end.
-    pub fn next_chunk(&mut self) -> Result<Option<&[u8]>> {
+    /// The next chunk as a piece of the shared buffer; `None` at the end.
+    pub fn next_shared(&mut self) -> Result<Option<Piece>> {
         if self.end - self.start < self.max && !self.eof {
             self.fill()?;
         }
@@ -98,61 +100,109 @@ impl<'h, R: Read> Chunker<'h, R> {
         let cdc = FastCDC::new(&self.buf[..self.end], self.min, self.avg, self.max);
         let (_, cut) = cdc.cut(self.start, remaining);
         let cut = if cut <= self.start { self.end } else { cut };
-        let chunk = &self.buf[self.start..cut];
+        let piece = (self.buf.clone(), self.start..cut);
         self.start = cut;
-        Ok(Some(chunk))
+        Ok(Some(piece))
+    }
+
+    /// The stream bytes read by the last fill, each handed out once, in
+    /// stream order (for the whole-object hash).
+    pub fn take_fill(&mut self) -> Option<Piece> {
+        self.fresh.take()
     }
 }
 
-/// A piece of a shared buffer for the hashing thread.
-type Piece = (Arc<Vec<u8>>, std::ops::Range<usize>);
-
-/// Hashes a stream whole on a second thread where one can be started (the
-/// thread that chunks, hashes chunks and writes then does not pay for it),
-/// inline otherwise.
-pub struct WholeHash {
-    inline: Option<Hasher>,
-    tx: Option<SyncSender<Piece>>,
-    worker: Option<JoinHandle<ObjectId>>,
-    failed: bool,
+enum Job {
+    /// Stream bytes, for the whole-object hash.
+    Whole(Piece),
+    /// A chunk whose id is wanted.
+    Chunk(Piece),
 }
 
-impl WholeHash {
-    pub fn new(kind: HashKind) -> WholeHash {
-        let (tx, rx) = sync_channel::<Piece>(2);
+/// Hashes on a second thread where one can be started: the whole object,
+/// and each chunk (ids come back in the order the chunks were sent), so
+/// that the thread that cuts chunks and writes records does not hash.
+/// Without a thread, it hashes inline.
+pub struct HashPipe {
+    kind: HashKind,
+    inline: Option<(Hasher, std::collections::VecDeque<ObjectId>)>,
+    tx: Option<SyncSender<Job>>,
+    ids: Option<Receiver<ObjectId>>,
+    worker: Option<JoinHandle<ObjectId>>,
+}
+
+impl HashPipe {
+    pub fn new(kind: HashKind) -> HashPipe {
+        let (tx, rx) = sync_channel::<Job>(64);
+        let (id_tx, id_rx) = sync_channel::<ObjectId>(1024);
         let worker = std::thread::Builder::new().name("bale-hash".into()).spawn(move || {
-            let mut h = kind.hasher();
-            while let Ok((buf, range)) = rx.recv() {
-                h.update(&buf[range]);
+            let mut whole = kind.hasher();
+            while let Ok(job) = rx.recv() {
+                match job {
+                    Job::Whole((buf, r)) => whole.update(&buf[r]),
+                    Job::Chunk((buf, r)) => {
+                        if id_tx.send(kind.hash(&buf[r])).is_err() {
+                            break;
+                        }
+                    }
+                }
             }
-            h.finish()
+            whole.finish()
         });
         match worker {
-            Ok(w) => WholeHash { inline: None, tx: Some(tx), worker: Some(w), failed: false },
-            Err(_) => WholeHash { inline: Some(kind.hasher()), tx: None, worker: None, failed: false },
+            Ok(w) => HashPipe { kind, inline: None, tx: Some(tx), ids: Some(id_rx), worker: Some(w) },
+            Err(_) => {
+                HashPipe { kind, inline: Some((kind.hasher(), Default::default())), tx: None, ids: None, worker: None }
+            }
         }
     }
 
-    pub fn update_shared(&mut self, buf: Arc<Vec<u8>>, range: std::ops::Range<usize>) {
-        if let Some(h) = &mut self.inline {
-            h.update(&buf[range]);
-        } else if let Some(tx) = &self.tx
-            && tx.send((buf, range)).is_err()
-        {
-            self.failed = true;
+    fn send(&mut self, job: Job) -> Result<()> {
+        match &self.tx {
+            Some(tx) => tx.send(job).map_err(|_| thread_failed()),
+            None => Err(thread_failed()),
         }
     }
 
+    pub fn whole(&mut self, piece: Piece) -> Result<()> {
+        if let Some((h, _)) = &mut self.inline {
+            h.update(&piece.0[piece.1]);
+            return Ok(());
+        }
+        self.send(Job::Whole(piece))
+    }
+
+    pub fn chunk(&mut self, piece: Piece) -> Result<()> {
+        if let Some((_, ids)) = &mut self.inline {
+            ids.push_back(self.kind.hash(&piece.0[piece.1]));
+            return Ok(());
+        }
+        self.send(Job::Chunk(piece))
+    }
+
+    /// The id of the oldest chunk sent and not yet answered.
+    pub fn next_id(&mut self) -> Result<ObjectId> {
+        if let Some((_, ids)) = &mut self.inline {
+            return ids.pop_front().ok_or_else(thread_failed);
+        }
+        self.ids.as_ref().ok_or_else(thread_failed)?.recv().map_err(|_| thread_failed())
+    }
+
+    /// The whole object's id, once every chunk id has been taken.
     pub fn finish(mut self) -> Result<ObjectId> {
-        if let Some(h) = self.inline.take() {
+        if let Some((h, _)) = self.inline.take() {
             return Ok(h.finish());
         }
         drop(self.tx.take());
         match self.worker.take().map(|w| w.join()) {
-            Some(Ok(id)) if !self.failed => Ok(id),
-            _ => Err(Error::new(ErrorKind::Io, "the hashing thread failed")),
+            Some(Ok(id)) => Ok(id),
+            _ => Err(thread_failed()),
         }
     }
+}
+
+fn thread_failed() -> Error {
+    Error::new(ErrorKind::Io, "the hashing thread failed")
 }
 
 #[cfg(test)]
@@ -180,11 +230,11 @@ mod tests {
             }
         }
         let c = Config { chunk_min: 1024, chunk_avg: 4096, chunk_max: 16384, ..Config::default() };
-        let mut ch = Chunker::new(Trickle(data, reader_step), &c, None);
+        let mut ch = Chunker::new(Trickle(data, reader_step), &c);
         let mut out = Vec::new();
-        while let Some(x) = ch.next_chunk().unwrap() {
-            assert!(x.len() <= 16384);
-            out.push(x.len());
+        while let Some((_, r)) = ch.next_shared().unwrap() {
+            assert!(r.len() <= 16384);
+            out.push(r.len());
         }
         out
     }
