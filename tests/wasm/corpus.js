@@ -3,7 +3,9 @@
 // case read-only, read every entry in key order with its value whole, and
 // compare with the expected canonical JSON, or check that the first error
 // raised by those steps has the expected code; then run each range query
-// of a case and compare its keys (or its error code).
+// of a case and compare its keys (or its error code). Object store cases
+// (`object_cases`) the same way: open read-only, list the ids, read each
+// object whole, verified against its id.
 
 export function hex(bytes) {
   let s = '';
@@ -34,21 +36,22 @@ export function readStore(store) {
 }
 
 /**
- * Runs every case. `openCase(c)` returns an open store for case `c` (it may
- * throw: that is the first error of the procedure); `expected(c)` returns
- * the parsed expected document of a valid case. Resolves to one result per
- * case: { id, ok, detail, bytesRead, fileBytes }.
+ * Walks `cases`: `openCase(c)` opens case `c` (it may throw: that is the
+ * first error of the procedure), `read(store)` reads it into the expected
+ * document's shape, `expected(c)` returns the parsed expected document of
+ * a valid case. Resolves to one result per case: { id, kind, ok, detail,
+ * bytesRead, fileBytes }.
  */
-export async function runCorpus(manifest, openCase, expected) {
+async function walk(cases, openCase, read, expected, counted) {
   const results = [];
-  for (const c of manifest.cases) {
+  for (const c of cases) {
     const r = { id: c.id, kind: c.expect ? 'valid' : 'invalid', ok: false, detail: '' };
     let store = null;
     let doc = null;
     let err = null;
     try {
       store = await openCase(c);
-      doc = readStore(store);
+      doc = read(store);
     } catch (e) {
       err = e;
     }
@@ -63,7 +66,7 @@ export async function runCorpus(manifest, openCase, expected) {
       } else {
         const want = await expected(c);
         r.ok = canonical(doc) === canonical(want);
-        r.detail = r.ok ? `${doc.count} ${doc.count === 1 ? 'entry' : 'entries'}` : `content differs from ${c.expect}`;
+        r.detail = r.ok ? counted(doc) : `content differs from ${c.expect}`;
       }
     } else if (!err) {
       r.detail = `read without error, expected ${c.error}`;
@@ -76,6 +79,39 @@ export async function runCorpus(manifest, openCase, expected) {
     results.push(r);
   }
   return results;
+}
+
+/**
+ * Runs every tree-store case (`cases`). `openCase(c)` returns an open
+ * Store for case `c`; `expected(c)` as for walk().
+ */
+export function runCorpus(manifest, openCase, expected) {
+  return walk(manifest.cases, openCase, readStore, expected, (d) => `${d.count} ${d.count === 1 ? 'entry' : 'entries'}`);
+}
+
+/**
+ * The expected-JSON document of an open object store: every object read
+ * whole and verified against its id, in id order.
+ */
+export function readObjects(store) {
+  const objects = store.ids().map((id) => [id, hex(store.get(id, { verify: true }))]);
+  return {
+    kind: 'objects',
+    format_version: store.formatVersion,
+    hash: store.hash,
+    single_file: store.singleFile,
+    count: objects.length,
+    objects,
+  };
+}
+
+/**
+ * Runs every object store case (`object_cases`). `openCase(c)` returns an
+ * open ObjectStore for case `c`: a directory store from the files the
+ * manifest lists under `files`, or a single file when `single_file`.
+ */
+export function runObjectCorpus(manifest, openCase, expected) {
+  return walk(manifest.object_cases, openCase, readObjects, expected, (d) => `${d.count} ${d.count === 1 ? 'object' : 'objects'}`);
 }
 
 // Range queries (tests/corpus/README.md): key options are hex in the file,

@@ -1,7 +1,17 @@
 // Compiled (not run) by types.test.mjs with tsc --strict, in a project that
 // installed bale-wasm: the package's types must accept this code and refuse
 // the lines marked @ts-expect-error.
-import init, { Store, errorCodes, type CacheStats, type ErrorCode, type StoreStat } from 'bale-wasm';
+import init, {
+  ObjectStore,
+  Store,
+  errorCodes,
+  type CacheStats,
+  type ErrorCode,
+  type ObjectMeta,
+  type ObjectStats,
+  type ObjectValidateReport,
+  type StoreStat,
+} from 'bale-wasm';
 import { WorkerStore, transfer, type StoreInfo } from 'bale-wasm/worker';
 
 export async function inMemory(): Promise<Uint8Array> {
@@ -58,4 +68,31 @@ export async function inAWorker(file: File): Promise<StoreInfo> {
   out;
   await db.close();
   return store.refreshInfo();
+}
+
+export function objects(picked: FileList, files: File[], map: Map<string, Blob>, bytes: Uint8Array): ObjectMeta {
+  const dir = ObjectStore.fromFiles(picked);
+  const fromArray = ObjectStore.fromFiles(files, { chunkBytes: 4096 });
+  const fromMap = ObjectStore.fromFiles(map);
+  const fromObject = ObjectStore.fromFiles({ config: bytes, index: bytes.buffer as ArrayBuffer, 'packs/0.pack': new Blob([]) });
+  const single = ObjectStore.fromBlob(files[0], { cacheBytes: 1 << 20 });
+  const ids: string[] = dir.ids();
+  const data: Uint8Array = dir.get(ids[0], { verify: true });
+  const part: Uint8Array = fromMap.getRange(bytes, 0, 10);
+  const found: boolean = fromObject.has(ids[0]);
+  const stats: ObjectStats = ObjectStore.fromBytes(bytes).stats();
+  const report: ObjectValidateReport = fromArray.validate({ sample: 10 });
+  const code: ErrorCode | undefined = report.problems[0]?.code;
+  const hash: 'blake3' | 'sha256' | 'sha1' = single.hash;
+  const counted: number = dir.bytesRead + dir.readCount + dir.fileBytes + dir.formatVersion;
+  // @ts-expect-error ids are hex strings or bytes
+  dir.get(42);
+  // @ts-expect-error no such option
+  dir.get(ids[0], { verified: true });
+  // @ts-expect-error a single file is opened with fromBlob or fromBytes
+  ObjectStore.fromFiles(files[0]);
+  data.length + part.length + stats.objects + counted;
+  found && code && hash && single.singleFile;
+  single.close();
+  return dir.meta(ids[0]);
 }

@@ -9,10 +9,16 @@
 //! in wasm memory (the core's `MemStorage`) and exports itself as the bytes
 //! of a store file (`toBytes()`).
 //!
+//! A read-only [`ObjectStore`] opens the core's content-addressed object
+//! store from the files of its directory (a map of relative paths, or the
+//! `FileList` of `<input webkitdirectory>`) or from one store file, each
+//! file read like a read-only tree store's.
+//!
 //! Errors are thrown as JS `Error` objects named `BaleError` whose `code`
 //! is the core's stable error code.
 
 mod error;
+mod objects;
 mod options;
 mod range;
 mod report;
@@ -26,6 +32,7 @@ use wasm_bindgen::prelude::*;
 
 pub use error::BaleError;
 use error::invalid;
+pub use objects::ObjectStore;
 pub use range::{Range, RangeIterator};
 pub use store::Store;
 

@@ -1,7 +1,9 @@
-//! Reports as plain JS objects: `stat()`, `check()` and `cacheStats()`.
+//! Reports as plain JS objects: `stat()`, `check()` and `cacheStats()` of
+//! a tree store, and `meta()`, `stats()` and `validate()` of an object store.
 
 use bale::btree::{CheckReport, Stat, camel_case};
 use bale::chunk_cache::ChunkCache;
+use bale::objects::{ObjectMeta, ObjectStats, ValidateReport};
 use js_sys::{Array, Object, Reflect};
 use wasm_bindgen::JsValue;
 
@@ -66,5 +68,53 @@ pub fn iter_result(value: Option<JsValue>) -> Object {
     let o = Object::new();
     set(&o, "done", value.is_none());
     set(&o, "value", value.unwrap_or(JsValue::UNDEFINED));
+    o
+}
+
+/// `ObjectStore.meta()`.
+pub fn object_meta(m: &ObjectMeta) -> Object {
+    let o = Object::new();
+    set(&o, "id", m.id.to_hex());
+    set(&o, "size", num(m.size));
+    set(&o, "storedSize", num(m.stored_size));
+    set(&o, "chunked", m.chunked);
+    set(&o, "packed", m.packed);
+    set(&o, "compressed", m.compressed);
+    o
+}
+
+/// `ObjectStore.stats()`.
+pub fn object_stats(s: &ObjectStats) -> Object {
+    let o = Object::new();
+    set(&o, "objects", num(s.objects));
+    set(&o, "logicalBytes", num(s.logical_bytes));
+    set(&o, "records", num(s.records));
+    set(&o, "storedBytes", num(s.stored_bytes));
+    set(&o, "chunkedObjects", num(s.chunked_objects));
+    set(&o, "chunks", num(s.chunks));
+    set(&o, "stagedRecords", num(s.staged_records));
+    set(&o, "compressedRecords", num(s.compressed_records));
+    o
+}
+
+/// `ObjectStore.validate()`.
+pub fn object_validate(r: &ValidateReport) -> Object {
+    let o = Object::new();
+    set(&o, "ok", r.is_ok());
+    set(&o, "objectsChecked", num(r.objects_checked));
+    set(&o, "recordsChecked", num(r.records_checked));
+    set(&o, "bytesChecked", num(r.bytes_checked));
+    let problems: Array = r
+        .problems
+        .iter()
+        .map(|p| {
+            let po = Object::new();
+            set(&po, "id", p.id.map(|id| JsValue::from_str(&id.to_hex())).unwrap_or(JsValue::NULL));
+            set(&po, "code", p.code);
+            set(&po, "message", p.message.as_str());
+            JsValue::from(po)
+        })
+        .collect();
+    set(&o, "problems", problems);
     o
 }

@@ -1,0 +1,543 @@
+//! The `ObjectStore` class: the core's object store opened read-only from
+//! files the page hands over. A directory store comes as its files by
+//! relative path (a map, or the `FileList` of `<input webkitdirectory>`),
+//! each a read-only storage like a tree store's (a `Blob` read lazily
+//! through the chunk cache, bytes copied in); a single-file store comes
+//! as one `Blob` or bytes. Every read goes through the core.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use bale::io::Storage;
+use bale::objects::{self, Dir, DirLock, HashKind, ObjectId, ObjectOptions};
+use bale::{ErrorKind, Options};
+use js_sys::{Array, Object, Reflect, Uint8Array};
+use wasm_bindgen::prelude::*;
+
+use crate::error::{BaleError, Res, invalid};
+use crate::options;
+use crate::report;
+use crate::source::{BlobSource, Bytes, Fetched, ReadOnly};
+
+#[wasm_bindgen(typescript_custom_section)]
+const TS_OBJECT_TYPES: &str = r#"
+/** An object id: its hex (either case), or its raw bytes. */
+export type ObjectIdLike = string | Uint8Array;
+
+/** One file of a directory store: a Blob or File (read lazily, inside a Web Worker) or bytes. */
+export type ObjectStoreFile = Blob | Uint8Array | ArrayBuffer;
+
+/**
+ * What `ObjectStore.fromFiles()` takes: relative path -> file, or the Files
+ * of `<input type="file" webkitdirectory>` (their `webkitRelativePath`
+ * without its first part, the chosen directory's own name).
+ */
+export type ObjectStoreFiles =
+  | Map<string, ObjectStoreFile>
+  | Record<string, ObjectStoreFile>
+  | FileList
+  | File[];
+
+/** Options of `ObjectStore.get()`. */
+export interface ObjectGetOptions {
+  /** Hash the content and compare it with the id (`CHECKSUM_MISMATCH` when it differs). */
+  verify?: boolean;
+}
+
+/** Options of `ObjectStore.validate()`. */
+export interface ObjectValidateOptions {
+  /** Check the objects whose id falls in this share, in percent (default 100: every record). */
+  sample?: number;
+}
+
+/** `ObjectStore.meta()`: what the store knows of one object. */
+export interface ObjectMeta {
+  id: string;
+  /** Length of the content in bytes. */
+  size: number;
+  /** Bytes its top record takes on disk, header included (a chunked object's chunks are counted in `stats()`). */
+  storedSize: number;
+  /** Split into chunks. */
+  chunked: boolean;
+  /** In a numbered pack (or a single-file store), not in a staging file. */
+  packed: boolean;
+  /** Stored compressed. */
+  compressed: boolean;
+}
+
+/** `ObjectStore.stats()`: counts and sizes of the whole store. */
+export interface ObjectStats {
+  /** Stored objects, and the sum of their lengths. */
+  objects: number;
+  logicalBytes: number;
+  /** Records the index names (objects stored whole, chunks, lists), and the bytes they take on disk. */
+  records: number;
+  storedBytes: number;
+  chunkedObjects: number;
+  chunks: number;
+  /** Records still in staging files (not yet packed). */
+  stagedRecords: number;
+  compressedRecords: number;
+}
+
+/** One thing `ObjectStore.validate()` found wrong. */
+export interface ObjectProblem {
+  /** The record or object concerned, when there is one. */
+  id: string | null;
+  /** The code a read of it would fail with. */
+  code: ErrorCode;
+  message: string;
+}
+
+/** `ObjectStore.validate()`: `ok` when `problems` is empty. */
+export interface ObjectValidateReport {
+  ok: boolean;
+  objectsChecked: number;
+  recordsChecked: number;
+  bytesChecked: number;
+  problems: ObjectProblem[];
+}
+"#;
+
+fn read_only() -> bale::Error {
+    bale::Error::new(ErrorKind::InvalidArgument, "this object store is opened read-only from files")
+}
+
+/// One file handed over, as a read-only storage counting what it reads.
+struct OpenFile {
+    storage: Arc<dyn Storage>,
+    fetched: Arc<Fetched>,
+    size: u64,
+}
+
+/// A `Blob` (lazily, through a chunk cache made from `cache`) or bytes.
+fn open_file(v: &JsValue, cache: &JsValue, what: &str) -> Res<OpenFile> {
+    if let Some(blob) = v.dyn_ref::<web_sys::Blob>() {
+        let src = BlobSource::new(blob.clone())?;
+        return Ok(wrap(ReadOnly::new(src, Some(options::chunk_cache(cache)?))));
+    }
+    match options::bytes(v) {
+        Some(b) => Ok(wrap(ReadOnly::new(Bytes(b), None))),
+        None => Err(invalid(format!("{what} must be a Blob, a File, a Uint8Array or an ArrayBuffer"))),
+    }
+}
+
+fn wrap<S: crate::source::Source + 'static>(r: ReadOnly<S>) -> OpenFile {
+    let fetched = r.fetched.clone();
+    let size = bale::io::Storage::len(&r).unwrap_or(0);
+    OpenFile { storage: Arc::new(r), fetched, size }
+}
+
+/// A relative path with `.` and empty parts dropped; `..` is refused, as a
+/// store's files all lie inside it.
+fn relative(path: &str) -> Res<String> {
+    let mut parts = Vec::new();
+    for p in path.split('/') {
+        match p {
+            "" | "." => {}
+            ".." => return Err(invalid(format!("{path:?}: paths of a store's files cannot go up (..)"))),
+            p => parts.push(p),
+        }
+    }
+    if parts.is_empty() {
+        return Err(invalid(format!("{path:?} is not the relative path of a file")));
+    }
+    Ok(parts.join("/"))
+}
+
+/// The files of a store directory handed over by the page. Directories
+/// exist only as the prefixes of file paths: a `FileList` has no entries
+/// for them, so an empty directory lists as empty rather than missing.
+struct FilesDir {
+    files: BTreeMap<String, Arc<dyn Storage>>,
+    name: String,
+}
+
+impl FilesDir {
+    fn get(&self, name: &str) -> bale::Result<Arc<dyn Storage>> {
+        self.files.get(name).cloned().ok_or_else(|| {
+            bale::Error::new(ErrorKind::NotFound, format!("{}/{name}: no such file among those given", self.name))
+        })
+    }
+}
+
+impl Dir for FilesDir {
+    fn open(&self, name: &str, writable: bool) -> bale::Result<Arc<dyn Storage>> {
+        if writable {
+            return Err(read_only());
+        }
+        self.get(name)
+    }
+
+    fn create_new(&self, _name: &str) -> bale::Result<Arc<dyn Storage>> {
+        Err(read_only())
+    }
+
+    fn open_index(&self, name: &str, create: bool, readonly: bool) -> bale::Result<Arc<dyn Storage>> {
+        if create || !readonly {
+            return Err(read_only());
+        }
+        self.get(name)
+    }
+
+    fn list(&self, sub: &str) -> bale::Result<Vec<String>> {
+        let prefix = if sub.is_empty() { String::new() } else { format!("{sub}/") };
+        let names: BTreeSet<&str> = self
+            .files
+            .keys()
+            .filter_map(|k| k.strip_prefix(&prefix))
+            .map(|rest| rest.split('/').next().unwrap_or(rest))
+            .collect();
+        Ok(names.into_iter().map(String::from).collect())
+    }
+
+    fn exists(&self, name: &str) -> bale::Result<bool> {
+        let dir = format!("{name}/");
+        Ok(name.is_empty() || self.files.contains_key(name) || self.files.keys().any(|k| k.starts_with(&dir)))
+    }
+
+    fn create_dir(&self, _sub: &str) -> bale::Result<()> {
+        Err(read_only())
+    }
+
+    fn remove(&self, _name: &str) -> bale::Result<()> {
+        Err(read_only())
+    }
+
+    fn truncate(&self, _name: &str, _len: u64) -> bale::Result<()> {
+        Err(read_only())
+    }
+
+    fn rename(&self, _from: &str, _to: &str) -> bale::Result<()> {
+        Err(read_only())
+    }
+
+    fn sync_dir(&self, _sub: &str) -> bale::Result<()> {
+        Err(read_only())
+    }
+
+    // Only writers lock the store; a read-only open never asks.
+    fn lock_file(&self) -> bale::Result<Box<dyn DirLock>> {
+        Err(read_only())
+    }
+
+    fn display(&self) -> String {
+        self.name.clone()
+    }
+}
+
+/// `(relative path, file)` pairs of what `fromFiles` was given, and the
+/// name to show for the directory.
+fn entries_of(files: &JsValue) -> Res<(Vec<(String, JsValue)>, String)> {
+    let given = "the files given";
+    if let Some(map) = files.dyn_ref::<js_sys::Map>() {
+        let mut out = Vec::new();
+        let mut bad_key = false;
+        map.for_each(&mut |file, path| match path.as_string() {
+            Some(p) => out.push((p, file)),
+            None => bad_key = true,
+        });
+        if bad_key {
+            return Err(invalid("the keys of the Map of files must be relative paths (strings)"));
+        }
+        return Ok((out, given.into()));
+    }
+    if Array::is_array(files) || files.is_instance_of::<web_sys::FileList>() {
+        return picked(&Array::from(files));
+    }
+    if files.is_object()
+        && !files.is_function()
+        && options::bytes(files).is_none()
+        && !files.is_instance_of::<web_sys::Blob>()
+    {
+        let obj: &Object = files.unchecked_ref();
+        let out = Object::entries(obj)
+            .iter()
+            .map(|pair| {
+                let pair: Array = pair.unchecked_into();
+                (pair.get(0).as_string().unwrap_or_default(), pair.get(1))
+            })
+            .collect();
+        return Ok((out, given.into()));
+    }
+    Err(invalid(
+        "fromFiles() takes a Map or an object of relative path -> Blob/File/Uint8Array/ArrayBuffer, \
+         or the Files of <input type=file webkitdirectory> (for one file: fromBlob or fromBytes)",
+    ))
+}
+
+/// The Files of `<input webkitdirectory>`: each `webkitRelativePath` starts
+/// with the chosen directory's own name, which is not part of the store.
+fn picked(list: &Array) -> Res<(Vec<(String, JsValue)>, String)> {
+    let mut root: Option<String> = None;
+    let mut out = Vec::new();
+    for file in list.iter() {
+        let rel = Reflect::get(&file, &JsValue::from_str("webkitRelativePath")).ok().and_then(|v| v.as_string());
+        let name = Reflect::get(&file, &JsValue::from_str("name")).ok().and_then(|v| v.as_string());
+        let Some((first, rest)) = rel.as_deref().and_then(|r| r.split_once('/')) else {
+            return Err(invalid(format!(
+                "{}: a File without a webkitRelativePath inside a directory; pick the store's directory with \
+                 <input type=file webkitdirectory>, or pass a Map of relative path -> file",
+                name.unwrap_or_else(|| "an item".into())
+            )));
+        };
+        match &root {
+            None => root = Some(first.to_string()),
+            Some(r) if r != first => {
+                return Err(invalid(format!(
+                    "the files come from more than one directory ({r:?} and {first:?}); give the files of one store"
+                )));
+            }
+            Some(_) => {}
+        }
+        out.push((rest.to_string(), file));
+    }
+    Ok((out, root.unwrap_or_else(|| "the files given".into())))
+}
+
+/// A read-only content-addressed object store (FORMAT.md, "Object store"):
+/// a directory store from its files, or a single-file store.
+#[wasm_bindgen]
+pub struct ObjectStore {
+    inner: Option<objects::ObjectStore>,
+    /// What each file fetched from its source.
+    fetched: Vec<Arc<Fetched>>,
+    /// The sizes of the store's files together.
+    size: u64,
+}
+
+fn closed() -> BaleError {
+    bale::Error::new(ErrorKind::Closed, "the object store was closed").into()
+}
+
+fn readonly_options() -> ObjectOptions {
+    ObjectOptions { readonly: true, ..ObjectOptions::default() }
+}
+
+/// A single-file store: a tree-store file holding the objects.
+fn single(file: OpenFile) -> Res<ObjectStore> {
+    let tree = bale::Store::open_storage(
+        file.storage,
+        Options { readonly: true, mmap: false, create: false, ..Options::default() },
+    )?;
+    let store = objects::ObjectStore::from_tree(tree, &readonly_options())?;
+    Ok(ObjectStore { inner: Some(store), fetched: vec![file.fetched], size: file.size })
+}
+
+#[wasm_bindgen]
+impl ObjectStore {
+    /// Opens a directory store from its files: a `Map` or object of
+    /// relative path -> `Blob`/`File` (read lazily, inside a Web Worker) or
+    /// `Uint8Array`/`ArrayBuffer` (copied into wasm memory), or the
+    /// `FileList` (or array of `File`s) of `<input webkitdirectory>`.
+    /// `options` sets the chunk cache of each lazily read file.
+    #[wasm_bindgen(js_name = fromFiles)]
+    pub fn from_files(
+        #[wasm_bindgen(unchecked_param_type = "ObjectStoreFiles")] files: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "CacheOptions")] options: JsValue,
+    ) -> Result<ObjectStore, BaleError> {
+        // Checked here too, so that a mistake fails even with no Blob given.
+        options::chunk_cache(&options)?;
+        let (entries, name) = entries_of(&files)?;
+        let mut dir = FilesDir { files: BTreeMap::new(), name };
+        let (mut fetched, mut size) = (Vec::new(), 0);
+        for (path, file) in entries {
+            let rel = relative(&path)?;
+            let f = open_file(&file, &options, &format!("the file {rel:?}"))?;
+            if dir.files.insert(rel.clone(), f.storage).is_some() {
+                return Err(invalid(format!("{rel:?} is given twice")));
+            }
+            fetched.push(f.fetched);
+            size += f.size;
+        }
+        let store = objects::ObjectStore::open_dir(Arc::new(dir), readonly_options())?;
+        Ok(ObjectStore { inner: Some(store), fetched, size })
+    }
+
+    /// Opens a single-file store lazily from a `Blob` or `File` (inside a
+    /// Web Worker, where `FileReaderSync` exists).
+    #[wasm_bindgen(js_name = fromBlob)]
+    pub fn from_blob(
+        #[wasm_bindgen(unchecked_param_type = "Blob")] blob: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "CacheOptions")] options: JsValue,
+    ) -> Result<ObjectStore, BaleError> {
+        if !blob.is_instance_of::<web_sys::Blob>() {
+            return Err(invalid("ObjectStore.fromBlob() takes a Blob or a File"));
+        }
+        single(open_file(&blob, &options, "the store")?)
+    }
+
+    /// Opens a single-file store from its bytes, copied into wasm memory.
+    #[wasm_bindgen(js_name = fromBytes)]
+    pub fn from_bytes(
+        #[wasm_bindgen(unchecked_param_type = "Uint8Array | ArrayBuffer")] bytes: JsValue,
+    ) -> Result<ObjectStore, BaleError> {
+        if options::bytes(&bytes).is_none() {
+            return Err(invalid("ObjectStore.fromBytes() takes a Uint8Array or an ArrayBuffer"));
+        }
+        single(open_file(&bytes, &JsValue::UNDEFINED, "the store")?)
+    }
+
+    fn store(&self) -> Res<&objects::ObjectStore> {
+        self.inner.as_ref().ok_or_else(closed)
+    }
+
+    fn id(&self, v: &JsValue) -> Res<ObjectId> {
+        let kind: HashKind = self.store()?.hash_kind();
+        let id = if let Some(s) = v.as_string() {
+            ObjectId::from_hex(kind, &s)
+        } else if let Some(b) = v.dyn_ref::<Uint8Array>() {
+            ObjectId::from_bytes(kind, &b.to_vec())
+        } else {
+            return Err(invalid(format!(
+                "an object id is a hex string or a Uint8Array of its {} bytes",
+                kind.id_len()
+            )));
+        };
+        Ok(id?)
+    }
+
+    /// Ids of every object, in id order, as hex.
+    #[wasm_bindgen(unchecked_return_type = "string[]")]
+    pub fn ids(&self) -> Result<Array, BaleError> {
+        Ok(self.store()?.ids()?.iter().map(|id| JsValue::from_str(&id.to_hex())).collect())
+    }
+
+    /// Whether the object `id` is stored.
+    pub fn has(&self, #[wasm_bindgen(unchecked_param_type = "ObjectIdLike")] id: JsValue) -> Result<bool, BaleError> {
+        let id = self.id(&id)?;
+        Ok(self.store()?.has(&id)?)
+    }
+
+    /// The whole content of `id` (`NOT_FOUND` when it is not stored); with
+    /// `verify`, hashed and compared with `id` first.
+    pub fn get(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "ObjectIdLike")] id: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "ObjectGetOptions")] options: JsValue,
+    ) -> Result<Uint8Array, BaleError> {
+        let id = self.id(&id)?;
+        let mut verify = false;
+        for (name, value) in options::named(&options, "get", &["verify"])? {
+            verify = value.as_bool().ok_or_else(|| invalid(format!("{name} must be a boolean")))?;
+        }
+        let s = self.store()?;
+        let data = if verify { s.get_verified(&id)? } else { s.get(&id)? };
+        Ok(Uint8Array::from(&data[..]))
+    }
+
+    /// `length` bytes of `id` from `offset` (fewer at the end), reading only
+    /// the chunks that hold them.
+    #[wasm_bindgen(js_name = getRange)]
+    pub fn get_range(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "ObjectIdLike")] id: JsValue,
+        offset: f64,
+        length: f64,
+    ) -> Result<Uint8Array, BaleError> {
+        let id = self.id(&id)?;
+        let offset = options::count(offset, "offset")?;
+        let length = options::count(length, "length")?;
+        if length > u32::MAX as u64 {
+            return Err(bale::Error::new(ErrorKind::TooLarge, "a range read returns at most 4 GiB").into());
+        }
+        Ok(Uint8Array::from(&self.store()?.get_range(&id, offset, length)?[..]))
+    }
+
+    /// What the store knows of `id` (`NOT_FOUND` when it is not stored).
+    #[wasm_bindgen(unchecked_return_type = "ObjectMeta")]
+    pub fn meta(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "ObjectIdLike")] id: JsValue,
+    ) -> Result<Object, BaleError> {
+        let id = self.id(&id)?;
+        Ok(report::object_meta(&self.store()?.meta(&id)?))
+    }
+
+    /// Counts and sizes of the whole store.
+    #[wasm_bindgen(unchecked_return_type = "ObjectStats")]
+    pub fn stats(&self) -> Result<Object, BaleError> {
+        Ok(report::object_stats(&self.store()?.stats()?))
+    }
+
+    /// Reads and rehashes every record (or, with `sample` below 100, that
+    /// share of the objects) and reports what is wrong. Throws only when
+    /// the check cannot proceed at all.
+    #[wasm_bindgen(unchecked_return_type = "ObjectValidateReport")]
+    pub fn validate(
+        &self,
+        #[wasm_bindgen(unchecked_optional_param_type = "ObjectValidateOptions")] options: JsValue,
+    ) -> Result<Object, BaleError> {
+        let mut sample = 100.0;
+        for (name, value) in options::named(&options, "validate", &["sample"])? {
+            sample = value.as_f64().ok_or_else(|| invalid(format!("{name} must be a number (a percentage)")))?;
+        }
+        Ok(report::object_validate(&self.store()?.validate(sample, &mut |_, _| {})?))
+    }
+
+    /// The hash the store names its objects with: `blake3`, `sha256` or `sha1`.
+    #[wasm_bindgen(getter, unchecked_return_type = "\"blake3\" | \"sha256\" | \"sha1\"")]
+    pub fn hash(&self) -> Result<String, BaleError> {
+        Ok(self.store()?.hash_kind().name().to_string())
+    }
+
+    /// Whether the store is one tree-store file rather than a directory.
+    #[wasm_bindgen(getter, js_name = singleFile)]
+    pub fn single_file(&self) -> Result<bool, BaleError> {
+        Ok(self.store()?.is_single_file())
+    }
+
+    /// The object store format version.
+    #[wasm_bindgen(getter, js_name = formatVersion)]
+    pub fn format_version(&self) -> Result<u32, BaleError> {
+        Ok(u32::from(self.store()?.format_version()))
+    }
+
+    /// The sizes of the store's files together.
+    #[wasm_bindgen(getter, js_name = fileBytes)]
+    pub fn file_bytes(&self) -> f64 {
+        self.size as f64
+    }
+
+    /// Bytes fetched from the store's files since open (or the last
+    /// `resetCounters()`), summed over every file; reads served by a chunk
+    /// cache are not counted.
+    #[wasm_bindgen(getter, js_name = bytesRead)]
+    pub fn bytes_read(&self) -> f64 {
+        self.fetched.iter().map(|f| f.bytes.load(Ordering::Relaxed)).sum::<u64>() as f64
+    }
+
+    /// Reads issued to the store's files since open (or the last
+    /// `resetCounters()`), summed over every file.
+    #[wasm_bindgen(getter, js_name = readCount)]
+    pub fn read_count(&self) -> f64 {
+        self.fetched.iter().map(|f| f.reads.load(Ordering::Relaxed)).sum::<u64>() as f64
+    }
+
+    /// Sets `bytesRead` and `readCount` back to zero.
+    #[wasm_bindgen(js_name = resetCounters)]
+    pub fn reset_counters(&self) -> Result<(), BaleError> {
+        for f in &self.fetched {
+            f.bytes.store(0, Ordering::Relaxed);
+            f.reads.store(0, Ordering::Relaxed);
+            f.with_cache(|c| c.reset_stats())?;
+        }
+        Ok(())
+    }
+
+    /// Whether `close()` was called.
+    #[wasm_bindgen(getter)]
+    pub fn closed(&self) -> bool {
+        self.inner.is_none()
+    }
+
+    /// Releases the store and its files; later calls throw `CLOSED`.
+    /// Closing twice is harmless.
+    pub fn close(&mut self) -> Result<(), BaleError> {
+        match self.inner.take() {
+            Some(s) => Ok(s.close()?),
+            None => Ok(()),
+        }
+    }
+}
