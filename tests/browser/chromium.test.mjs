@@ -1,7 +1,8 @@
 // The wasm package in real headless Chromium (Debian's chromium driven by
 // playwright-core): the inspector page opens files chosen with
-// <input type=file>, its worker reading them lazily; the golden corpus is
-// walked in a worker through the Blob backend; screenshots are kept in
+// <input type=file>, its worker reading them lazily; the golden corpus
+// (tree stores, range queries, object stores) is walked in a worker
+// through the Blob backend; screenshots are kept in
 // target/browser-artifacts/.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -158,7 +159,7 @@ test('inspector: a damaged file shows its error code', async () => {
   await page.close();
 });
 
-test('corpus: every case and range query opened from a Blob in a Web Worker', async () => {
+test('corpus: every case, range query and object store opened from Blobs in a Web Worker', async () => {
   const { page, errors, run } = await runPage('/tests/browser/corpus.html', 'corpusRun', 120000);
   assert.equal(run.error, undefined);
   assert.equal(run.results.length, manifest.cases.length);
@@ -173,6 +174,13 @@ test('corpus: every case and range query opened from a Blob in a Web Worker', as
   assert.ok(queryCount > 0, 'no range queries in the corpus');
   assert.equal(run.queries.length, queryCount);
   assert.deepEqual(run.queries.filter((r) => !r.ok).map((r) => `${r.id}: ${r.detail}`), []);
+  // Every object store case, each file a Blob read lazily.
+  assert.equal(run.objects.length, manifest.object_cases.length);
+  assert.ok(run.objects.length >= 15, `only ${run.objects.length} object store cases`);
+  assert.deepEqual(run.objects.filter((r) => !r.ok).map((r) => `${r.id}: ${r.detail}`), []);
+  assert.deepEqual(run.objects.map((r) => r.id), manifest.object_cases.map((c) => c.id));
+  assert.ok(run.objects.some((r) => r.kind === 'valid') && run.objects.some((r) => r.kind === 'invalid'));
+  for (const r of run.objects.filter((r) => r.kind === 'valid')) assert.ok(r.bytesRead > 0, `${r.id}: nothing counted`);
   // The main thread has no FileReaderSync: a clear INVALID_ARGUMENT error.
   assert.equal(run.main.fromBlob, 'true/BaleError/INVALID_ARGUMENT');
   assert.equal(run.main.fromBytes, 1);

@@ -1,8 +1,11 @@
 // Walks the golden corpus inside a Web Worker: each case file is fetched as
 // a Blob and opened through bale's lazy Blob backend (FileReaderSync); then
-// runs the range queries of the cases that have them the same way.
-import init, { Store } from '/pkg/bale_wasm.js';
-import { runCorpus, runQueries } from '/tests/wasm/corpus.js';
+// runs the range queries of the cases that have them the same way. Object
+// store cases too: each file the manifest lists for a directory store is
+// fetched as a Blob (a server cannot list a directory) and the store opened
+// from the map of them, lazily; a single-file store from its Blob.
+import init, { ObjectStore, Store } from '/pkg/bale_wasm.js';
+import { runCorpus, runObjectCorpus, runQueries } from '/tests/wasm/corpus.js';
 
 self.onmessage = async (ev) => {
   try {
@@ -20,7 +23,15 @@ self.onmessage = async (ev) => {
     const expected = async (c) => (await fetchOk(c.expect)).json();
     const results = await runCorpus(manifest, open, expected);
     const queries = await runQueries(manifest, open, async (c) => (await fetchOk(c.queries)).json(), expected);
-    self.postMessage({ ok: true, results, queries });
+    const blob = async (path) => (await fetchOk(path)).blob();
+    const openObjects = async (c) => {
+      if (c.single_file) return ObjectStore.fromBlob(await blob(c.file));
+      const files = new Map();
+      for (const f of c.files) files.set(f, await blob(`${c.file}/${f}`));
+      return ObjectStore.fromFiles(files);
+    };
+    const objects = await runObjectCorpus(manifest, openObjects, expected);
+    self.postMessage({ ok: true, results, queries, objects });
   } catch (e) {
     self.postMessage({ ok: false, error: `${e.name}: ${e.message}` });
   }
