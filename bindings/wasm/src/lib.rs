@@ -158,7 +158,7 @@ export type StoreSource = Uint8Array | ArrayBuffer | Blob;
  * with read-ahead when reads go through the file in order.
  */
 export interface CacheOptions {
-  /** Chunk size: a power of two from 512 bytes to 16 MiB (default 64 KiB). */
+  /** Chunk size: a power of two from 512 bytes to 16 MiB (default 16 KiB). */
   chunkBytes?: number;
   /** Most bytes the cache holds, at least eight chunks (default 8 MiB). */
   cacheBytes?: number;
