@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use bale::chunk_cache::ChunkCache;
 use bale::io::Storage;
 use bale::objects::{self, Dir, DirLock, HashKind, ObjectId, ObjectOptions};
 use bale::{ErrorKind, Options};
@@ -18,7 +19,7 @@ use wasm_bindgen::prelude::*;
 use crate::error::{BaleError, Res, invalid};
 use crate::options;
 use crate::report;
-use crate::source::{BlobSource, Bytes, Fetched, ReadOnly};
+use crate::source::{BlobSource, Bytes, Fetched, ReadOnly, Source};
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_OBJECT_TYPES: &str = r#"
@@ -114,19 +115,23 @@ struct OpenFile {
 /// A `Blob` (lazily, through a chunk cache made from `cache`) or bytes.
 fn open_file(v: &JsValue, cache: &JsValue, what: &str) -> Res<OpenFile> {
     if let Some(blob) = v.dyn_ref::<web_sys::Blob>() {
-        let src = BlobSource::new(blob.clone())?;
-        return Ok(wrap(ReadOnly::new(src, Some(options::chunk_cache(cache)?))));
+        return Ok(wrap(BlobSource::new(blob.clone())?, Some(options::chunk_cache(cache)?)));
     }
     match options::bytes(v) {
-        Some(b) => Ok(wrap(ReadOnly::new(Bytes(b), None))),
+        Some(b) => Ok(wrap(Bytes(b), None)),
         None => Err(invalid(format!("{what} must be a Blob, a File, a Uint8Array or an ArrayBuffer"))),
     }
 }
 
-fn wrap<S: crate::source::Source + 'static>(r: ReadOnly<S>) -> OpenFile {
-    let fetched = r.fetched.clone();
-    let size = bale::io::Storage::len(&r).unwrap_or(0);
-    OpenFile { storage: Arc::new(r), fetched, size }
+fn wrap<S: Source + 'static>(src: S, cache: Option<ChunkCache>) -> OpenFile {
+    let size = src.size();
+    let r = ReadOnly::new(src, cache);
+    OpenFile { fetched: r.fetched.clone(), storage: Arc::new(r), size }
+}
+
+/// A `Uint8Array` or `ArrayBuffer` (whose bytes `options::bytes` copies).
+fn is_bytes(v: &JsValue) -> bool {
+    v.is_instance_of::<Uint8Array>() || v.is_instance_of::<js_sys::ArrayBuffer>()
 }
 
 /// A relative path with `.` and empty parts dropped; `..` is refused, as a
@@ -151,13 +156,18 @@ fn relative(path: &str) -> Res<String> {
 /// for them, so an empty directory lists as empty rather than missing.
 struct FilesDir {
     files: BTreeMap<String, Arc<dyn Storage>>,
-    name: String,
+    /// The picked directory's own name, when the Files came with one.
+    name: Option<String>,
 }
 
 impl FilesDir {
     fn get(&self, name: &str) -> bale::Result<Arc<dyn Storage>> {
         self.files.get(name).cloned().ok_or_else(|| {
-            bale::Error::new(ErrorKind::NotFound, format!("{}/{name}: no such file among those given", self.name))
+            let path = match &self.name {
+                Some(dir) => format!("{dir}/{name}"),
+                None => name.to_string(),
+            };
+            bale::Error::new(ErrorKind::NotFound, format!("{path}: not among the files given"))
         })
     }
 }
@@ -223,14 +233,18 @@ impl Dir for FilesDir {
     }
 
     fn display(&self) -> String {
-        self.name.clone()
+        self.name.clone().unwrap_or_else(|| "the files given".into())
     }
 }
 
-/// `(relative path, file)` pairs of what `fromFiles` was given, and the
-/// name to show for the directory.
-fn entries_of(files: &JsValue) -> Res<(Vec<(String, JsValue)>, String)> {
-    let given = "the files given";
+/// What `fromFiles` was given: `(relative path, file)` pairs, and the
+/// picked directory's name when the Files came from a picker.
+struct Given {
+    files: Vec<(String, JsValue)>,
+    dir: Option<String>,
+}
+
+fn entries_of(files: &JsValue) -> Res<Given> {
     if let Some(map) = files.dyn_ref::<js_sys::Map>() {
         let mut out = Vec::new();
         let mut bad_key = false;
@@ -241,16 +255,12 @@ fn entries_of(files: &JsValue) -> Res<(Vec<(String, JsValue)>, String)> {
         if bad_key {
             return Err(invalid("the keys of the Map of files must be relative paths (strings)"));
         }
-        return Ok((out, given.into()));
+        return Ok(Given { files: out, dir: None });
     }
     if Array::is_array(files) || files.is_instance_of::<web_sys::FileList>() {
         return picked(&Array::from(files));
     }
-    if files.is_object()
-        && !files.is_function()
-        && options::bytes(files).is_none()
-        && !files.is_instance_of::<web_sys::Blob>()
-    {
+    if files.is_object() && !files.is_function() && !is_bytes(files) && !files.is_instance_of::<web_sys::Blob>() {
         let obj: &Object = files.unchecked_ref();
         let out = Object::entries(obj)
             .iter()
@@ -259,7 +269,7 @@ fn entries_of(files: &JsValue) -> Res<(Vec<(String, JsValue)>, String)> {
                 (pair.get(0).as_string().unwrap_or_default(), pair.get(1))
             })
             .collect();
-        return Ok((out, given.into()));
+        return Ok(Given { files: out, dir: None });
     }
     Err(invalid(
         "fromFiles() takes a Map or an object of relative path -> Blob/File/Uint8Array/ArrayBuffer, \
@@ -269,7 +279,7 @@ fn entries_of(files: &JsValue) -> Res<(Vec<(String, JsValue)>, String)> {
 
 /// The Files of `<input webkitdirectory>`: each `webkitRelativePath` starts
 /// with the chosen directory's own name, which is not part of the store.
-fn picked(list: &Array) -> Res<(Vec<(String, JsValue)>, String)> {
+fn picked(list: &Array) -> Res<Given> {
     let mut root: Option<String> = None;
     let mut out = Vec::new();
     for file in list.iter() {
@@ -293,7 +303,7 @@ fn picked(list: &Array) -> Res<(Vec<(String, JsValue)>, String)> {
         }
         out.push((rest.to_string(), file));
     }
-    Ok((out, root.unwrap_or_else(|| "the files given".into())))
+    Ok(Given { files: out, dir: root })
 }
 
 /// A read-only content-addressed object store (FORMAT.md, "Object store"):
@@ -339,10 +349,10 @@ impl ObjectStore {
     ) -> Result<ObjectStore, BaleError> {
         // Checked here too, so that a mistake fails even with no Blob given.
         options::chunk_cache(&options)?;
-        let (entries, name) = entries_of(&files)?;
-        let mut dir = FilesDir { files: BTreeMap::new(), name };
+        let given = entries_of(&files)?;
+        let mut dir = FilesDir { files: BTreeMap::new(), name: given.dir };
         let (mut fetched, mut size) = (Vec::new(), 0);
-        for (path, file) in entries {
+        for (path, file) in given.files {
             let rel = relative(&path)?;
             let f = open_file(&file, &options, &format!("the file {rel:?}"))?;
             if dir.files.insert(rel.clone(), f.storage).is_some() {
@@ -373,10 +383,9 @@ impl ObjectStore {
     pub fn from_bytes(
         #[wasm_bindgen(unchecked_param_type = "Uint8Array | ArrayBuffer")] bytes: JsValue,
     ) -> Result<ObjectStore, BaleError> {
-        if options::bytes(&bytes).is_none() {
-            return Err(invalid("ObjectStore.fromBytes() takes a Uint8Array or an ArrayBuffer"));
-        }
-        single(open_file(&bytes, &JsValue::UNDEFINED, "the store")?)
+        let bytes = options::bytes(&bytes)
+            .ok_or_else(|| invalid("ObjectStore.fromBytes() takes a Uint8Array or an ArrayBuffer"))?;
+        single(wrap(Bytes(bytes), None))
     }
 
     fn store(&self) -> Res<&objects::ObjectStore> {
