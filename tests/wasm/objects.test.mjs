@@ -71,12 +71,16 @@ test('ids, has, get, getRange, meta, stats and validate', () => {
   }
   const st = s.stats();
   assert.deepEqual(Object.keys(st).sort(), [
-    'chunkedObjects', 'chunks', 'compressedRecords', 'logicalBytes', 'objects', 'records', 'stagedRecords', 'storedBytes',
+    'chunkedObjects', 'chunks', 'compressedRecords', 'logicalBytes', 'objects', 'packBytes', 'packs', 'records',
+    'stagedRecords', 'storedBytes', 'uniqueBytes',
   ]);
   assert.equal(st.objects, want.count);
   assert.equal(st.logicalBytes, [...contents.values()].reduce((n, v) => n + v.length / 2, 0));
   assert.equal(st.chunkedObjects, metas.filter((m) => m.chunked).length);
   assert.ok(st.chunks > 0 && st.stagedRecords > 0 && st.compressedRecords > 0);
+  assert.ok(st.uniqueBytes > 0 && st.uniqueBytes <= st.logicalBytes);
+  assert.equal(st.packs, 1);
+  assert.equal(st.packBytes, caseFiles(c).get('packs/0.pack').length);
   const v = s.validate();
   assert.deepEqual(v, { ok: true, objectsChecked: want.count, recordsChecked: st.records, bytesChecked: v.bytesChecked, problems: [] });
   assert.ok(v.bytesChecked >= st.logicalBytes);
@@ -114,6 +118,7 @@ test('a single-file store from bytes', () => {
   assert.deepEqual(s.ids(), want.objects.map(([id]) => id));
   assert.equal(s.validate().ok, true);
   assert.ok(s.meta(want.objects[0][0]).packed);
+  assert.equal(s.stats().packs, 0);
   // A SHA-1 id is 20 bytes.
   assertBaleError(() => s.get('ab'.repeat(32)), 'INVALID_ARGUMENT', /40 hex digits/);
   assertBaleError(() => s.get(new Uint8Array(32)), 'INVALID_ARGUMENT', /20 bytes/);

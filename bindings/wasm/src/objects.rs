@@ -80,6 +80,11 @@ export interface ObjectStats {
   /** Records still in staging files (not yet packed). */
   stagedRecords: number;
   compressedRecords: number;
+  /** Content bytes stored once each (before compression): `logicalBytes - uniqueBytes` is what deduplication saved. */
+  uniqueBytes: number;
+  /** Numbered packs and their committed bytes. */
+  packs: number;
+  packBytes: number;
 }
 
 /** One thing `ObjectStore.validate()` found wrong. */

@@ -94,6 +94,9 @@ pub fn object_stats(s: &ObjectStats) -> Object {
     set(&o, "chunks", num(s.chunks));
     set(&o, "stagedRecords", num(s.staged_records));
     set(&o, "compressedRecords", num(s.compressed_records));
+    set(&o, "uniqueBytes", num(s.unique_bytes));
+    set(&o, "packs", num(s.packs));
+    set(&o, "packBytes", num(s.pack_bytes));
     o
 }
 
