@@ -123,7 +123,7 @@ impl ObjectStore {
         } else if !path.exists() {
             return Err(Error::new(
                 ErrorKind::NotFound,
-                format!("{}: no such object store; pass create=true to make one", path.display()),
+                format!("{}: no such object store; create it first", path.display()),
             ));
         }
         ObjectStore::open_dir(Arc::new(super::dir::FsDir::new(path)), opts)
@@ -134,10 +134,8 @@ impl ObjectStore {
         if !dir.exists(CONFIG_NAME)? {
             if !opts.create || opts.readonly {
                 let what = if dir.list("")?.is_empty() { "no object store" } else { "not an object store (no config)" };
-                return Err(Error::new(
-                    ErrorKind::NotFound,
-                    format!("{}: {what}; pass create=true to make one", dir.display()),
-                ));
+                let hint = if opts.readonly { "" } else { "; create it first" };
+                return Err(Error::new(ErrorKind::NotFound, format!("{}: {what}{hint}", dir.display())));
             }
             init_dir(&*dir, &opts.config)?;
         }
