@@ -415,6 +415,8 @@ def test_put_stream_and_open_value(tree):
     assert f.read(5) == b"" and f.readinto(bytearray(5)) == 0
     with pytest.raises(ValueError):
         f.seek(-1)
+    with pytest.raises(io.UnsupportedOperation):
+        f.write(b"x")  # as a file opened "rb"
     f.seek(0)
     assert io.BufferedReader(f).read() == data
     f.close()

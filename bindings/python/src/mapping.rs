@@ -191,8 +191,8 @@ pub(crate) fn put_stream<W: Writes>(
 ) -> PyResult<u64> {
     let k = m.codecs().key(key)?;
     let k: &[u8] = &k;
-    let mut reader = PyReader::new(fileobj);
-    m.write(py, |w| py.detach(|| reader.put(w, k)).map_err(|f| f.py(py)))
+    let mut reader = PyReader::new(fileobj, "put_stream");
+    m.write(py, |w| py.detach(|| reader.run(|r| w.put_stream(k, r))).map_err(|f| f.py(py)))
 }
 
 /// Puts every pair of `items` (a mapping, or an iterable of pairs).

@@ -1,13 +1,13 @@
 //! Streams: the reader behind `open_value` (wrapped in Python by
 //! `bale.ValueFile`, an `io.RawIOBase`), and the adapter that feeds a
-//! Python file object to `put_stream`.
+//! Python file object to the core (`put_stream`, `ObjectStore.add_file`).
 
 use std::io::Read;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
 
+use bale::ReadTxn;
 use bale::btree::OwnedValue;
-use bale::{ReadTxn, WriteTxn};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -17,7 +17,7 @@ use pyo3::{ffi, intern};
 use crate::codec::Codecs;
 use crate::{CoreResult, Data, Fail, ForkSafe, key_error, type_error, type_name};
 
-/// Bytes asked of a file object's `read` per call in `put_stream`.
+/// Bytes asked of a file object's `read` per call.
 const READ_CHUNK: usize = 1 << 20;
 
 static VALUE_FILE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
@@ -42,28 +42,41 @@ pub(crate) fn open_value<'py>(
 #[pyclass(module = "bale._bale")]
 pub struct ValueReader {
     value: Option<ForkSafe<OwnedValue>>,
-    len: u64,
-    pos: u64,
+    at: Position,
 }
 
 impl ValueReader {
     pub(crate) fn new(v: OwnedValue) -> ValueReader {
-        ValueReader { len: v.len(), value: Some(ForkSafe::new(v)), pos: 0 }
+        ValueReader { at: Position::new(v.len()), value: Some(ForkSafe::new(v)) }
     }
+}
 
-    fn value(&mut self) -> PyResult<&mut OwnedValue> {
-        match &mut self.value {
-            Some(v) => v.get_mut(),
-            None => Err(PyValueError::new_err("I/O operation on closed file.")),
-        }
+/// Positioned reads of one stored value or object: what the readers behind
+/// the package's binary files read from.
+pub(crate) trait ReadAt: Send {
+    /// Reads some bytes at `offset`; 0 at the end.
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> bale::Result<usize>;
+}
+
+impl ReadAt for OwnedValue {
+    fn read_at(&mut self, offset: u64, buf: &mut [u8]) -> bale::Result<usize> {
+        OwnedValue::read_at(self, offset, buf)
+    }
+}
+
+/// The reader of an open file, or Python's error for a closed one.
+pub(crate) fn open_mut<T>(slot: &mut Option<ForkSafe<T>>) -> PyResult<&mut T> {
+    match slot {
+        Some(v) => v.get_mut(),
+        None => Err(PyValueError::new_err("I/O operation on closed file.")),
     }
 }
 
 /// Fills `buf` from `offset` until full or at the end; returns the count.
-fn read_full(v: &mut OwnedValue, offset: u64, buf: &mut [u8]) -> bale::Result<usize> {
+fn read_full<R: ReadAt + ?Sized>(r: &mut R, offset: u64, buf: &mut [u8]) -> bale::Result<usize> {
     let mut n = 0;
     while n < buf.len() {
-        let k = v.read_at(offset + n as u64, &mut buf[n..])?;
+        let k = r.read_at(offset + n as u64, &mut buf[n..])?;
         if k == 0 {
             break;
         }
@@ -72,7 +85,86 @@ fn read_full(v: &mut OwnedValue, offset: u64, buf: &mut [u8]) -> bale::Result<us
     Ok(n)
 }
 
+/// A file's length and position, and the reads and seeks `io` files make
+/// (the same for values and objects).
+pub(crate) struct Position {
+    pub len: u64,
+    pub pos: u64,
+}
+
+impl Position {
+    pub fn new(len: u64) -> Position {
+        Position { len, pos: 0 }
+    }
+
+    /// Moves the position like `io` files do (whence 0, 1 or 2).
+    pub fn seek(&mut self, offset: i64, whence: i32) -> PyResult<u64> {
+        let base = match whence {
+            0 => 0i128,
+            1 => self.pos as i128,
+            2 => self.len as i128,
+            _ => return Err(PyValueError::new_err(format!("invalid whence ({whence}, should be 0, 1 or 2)"))),
+        };
+        let p = base + offset as i128;
+        if p < 0 {
+            return Err(PyValueError::new_err(format!("negative seek position {p}")));
+        }
+        self.pos = u64::try_from(p).map_err(|_| PyValueError::new_err("seek position out of range"))?;
+        Ok(self.pos)
+    }
+
+    /// Up to `size` bytes from the position (all the rest when negative).
+    pub fn read<'py, R: ReadAt + ?Sized>(
+        &mut self,
+        py: Python<'py>,
+        r: &mut R,
+        size: i64,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let pos = self.pos;
+        let rest = self.len.saturating_sub(pos);
+        let want = if size < 0 { rest } else { rest.min(size as u64) };
+        // Grow with what is read: a damaged length must not allocate up front.
+        let data = py
+            .detach(|| -> bale::Result<Vec<u8>> {
+                let want = usize::try_from(want)
+                    .map_err(|_| bale::Error::new(bale::ErrorKind::TooLarge, "value too large for memory"))?;
+                let mut out = Vec::new();
+                while out.len() < want {
+                    let step = (want - out.len()).min(8 << 20);
+                    let at = out.len();
+                    out.resize(at + step, 0);
+                    let n = read_full(r, pos + at as u64, &mut out[at..])?;
+                    out.truncate(at + n);
+                    if n < step {
+                        break;
+                    }
+                }
+                Ok(out)
+            })
+            .py(py)?;
+        self.pos += data.len() as u64;
+        Ok(PyBytes::new(py, &data))
+    }
+
+    /// Reads into a writable buffer; returns the bytes read (0 at the end).
+    pub fn readinto<R: ReadAt + ?Sized>(
+        &mut self,
+        py: Python<'_>,
+        r: &mut R,
+        buffer: &Bound<'_, PyAny>,
+    ) -> PyResult<usize> {
+        let mut b = WritableBuf::get(buffer)?;
+        let pos = self.pos;
+        let dst = b.slice();
+        let n = py.detach(|| read_full(r, pos, dst)).py(py)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
 /// A writable, contiguous buffer of the caller (readinto's argument).
+/// While it is held the exporter cannot resize the buffer (a bytearray
+/// raises `BufferError`), so the bytes may be written detached.
 struct WritableBuf(Box<MaybeUninit<ffi::Py_buffer>>);
 
 impl WritableBuf {
@@ -110,7 +202,7 @@ impl ValueReader {
     /// The value's length in bytes.
     #[getter]
     fn size(&self) -> u64 {
-        self.len
+        self.at.len
     }
 
     #[getter]
@@ -119,67 +211,26 @@ impl ValueReader {
     }
 
     fn tell(&mut self) -> PyResult<u64> {
-        self.value()?;
-        Ok(self.pos)
+        open_mut(&mut self.value)?;
+        Ok(self.at.pos)
     }
 
     /// Moves the position like `io` files do (whence 0, 1 or 2).
     #[pyo3(signature = (offset, whence=0))]
     fn seek(&mut self, offset: i64, whence: i32) -> PyResult<u64> {
-        self.value()?;
-        let base = match whence {
-            0 => 0i128,
-            1 => self.pos as i128,
-            2 => self.len as i128,
-            _ => return Err(PyValueError::new_err(format!("invalid whence ({whence}, should be 0, 1 or 2)"))),
-        };
-        let p = base + offset as i128;
-        if p < 0 {
-            return Err(PyValueError::new_err(format!("negative seek position {p}")));
-        }
-        self.pos = u64::try_from(p).map_err(|_| PyValueError::new_err("seek position out of range"))?;
-        Ok(self.pos)
+        open_mut(&mut self.value)?;
+        self.at.seek(offset, whence)
     }
 
     /// Up to `size` bytes from the position (all the rest when negative).
     #[pyo3(signature = (size=-1))]
     fn read<'py>(&mut self, py: Python<'py>, size: i64) -> PyResult<Bound<'py, PyBytes>> {
-        let (pos, len) = (self.pos, self.len);
-        let v = self.value()?;
-        let rest = len.saturating_sub(pos);
-        let want = if size < 0 { rest } else { rest.min(size as u64) };
-        // Grow with what is read: a damaged length must not allocate up front.
-        let data = py
-            .detach(|| -> bale::Result<Vec<u8>> {
-                let want = usize::try_from(want)
-                    .map_err(|_| bale::Error::new(bale::ErrorKind::TooLarge, "value too large for memory"))?;
-                let mut out = Vec::new();
-                while out.len() < want {
-                    let step = (want - out.len()).min(8 << 20);
-                    let at = out.len();
-                    out.resize(at + step, 0);
-                    let n = read_full(v, pos + at as u64, &mut out[at..])?;
-                    out.truncate(at + n);
-                    if n < step {
-                        break;
-                    }
-                }
-                Ok(out)
-            })
-            .py(py)?;
-        self.pos += data.len() as u64;
-        Ok(PyBytes::new(py, &data))
+        self.at.read(py, open_mut(&mut self.value)?, size)
     }
 
     /// Reads into a writable buffer; returns the bytes read (0 at the end).
     fn readinto(&mut self, py: Python<'_>, buffer: &Bound<'_, PyAny>) -> PyResult<usize> {
-        let mut b = WritableBuf::get(buffer)?;
-        let pos = self.pos;
-        let v = self.value()?;
-        let dst = b.slice();
-        let n = py.detach(|| read_full(v, pos, dst)).py(py)?;
-        self.pos += n as u64;
-        Ok(n)
+        self.at.readinto(py, open_mut(&mut self.value)?, buffer)
     }
 
     /// Releases the snapshot this reader holds.
@@ -195,6 +246,8 @@ impl ValueReader {
 /// re-raised as it was.
 pub(crate) struct PyReader {
     obj: Py<PyAny>,
+    /// The call named in messages (`put_stream`, `add_file`).
+    what: &'static str,
     err: Option<PyErr>,
     buf: Vec<u8>,
     at: usize,
@@ -202,19 +255,20 @@ pub(crate) struct PyReader {
 }
 
 impl PyReader {
-    pub fn new(obj: Py<PyAny>) -> PyReader {
-        PyReader { obj, err: None, buf: Vec::new(), at: 0, eof: false }
+    pub fn new(obj: Py<PyAny>, what: &'static str) -> PyReader {
+        PyReader { obj, what, err: None, buf: Vec::new(), at: 0, eof: false }
     }
 
     fn fill(&mut self) -> std::io::Result<()> {
+        let what = self.what;
         let r = Python::attach(|py| -> PyResult<()> {
             let chunk = self.obj.bind(py).call_method1(intern!(py, "read"), (READ_CHUNK,))?;
             if chunk.is_none() {
-                let msg = "put_stream needs a blocking binary file: read() returned None (no data available)";
-                return Err(type_error(py, msg));
+                let msg = format!("{what} needs a blocking binary file: read() returned None (no data available)");
+                return Err(type_error(py, &msg));
             }
             let d: Data<'_> = chunk.extract().map_err(|_| {
-                let msg = format!("put_stream needs a binary file: read() returned {}, not bytes", type_name(&chunk));
+                let msg = format!("{what} needs a binary file: read() returned {}, not bytes", type_name(&chunk));
                 type_error(py, &msg)
             })?;
             self.buf.clear();
@@ -229,10 +283,11 @@ impl PyReader {
         })
     }
 
-    /// `put_stream` of everything the file yields under `key` (detached).
-    pub fn put(&mut self, w: &mut WriteTxn, key: &[u8]) -> Result<u64, Fail> {
-        match w.put_stream(key, self) {
-            Ok(n) => Ok(n),
+    /// Runs `f` (detached) on this reader; when it fails because `read`
+    /// raised, the Python exception is the error.
+    pub fn run<T>(&mut self, f: impl FnOnce(&mut PyReader) -> bale::Result<T>) -> Result<T, Fail> {
+        match f(self) {
+            Ok(v) => Ok(v),
             Err(e) => Err(match self.err.take() {
                 Some(pe) => Fail::Py(pe),
                 None => Fail::Core(e),

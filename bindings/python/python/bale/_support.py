@@ -102,21 +102,20 @@ ERROR_CLASSES: dict[str, type[BaleError]] = {
 }
 
 
-class ValueFile(io.RawIOBase):
-    """A seekable, read-only binary file over one stored value, read from a
-    snapshot (later commits do not change it). Returned by ``open_value``;
-    wrap it in ``io.BufferedReader`` for many small reads."""
+class _ReaderFile(io.RawIOBase):
+    """A seekable, read-only binary file over a reader of the extension
+    (``_bale.ValueReader``)."""
 
     _reader: Any
     mode: ClassVar[str] = "rb"
 
-    def __init__(self, reader: _bale.ValueReader) -> None:
+    def __init__(self, reader: Any) -> None:
         super().__init__()
         self._reader = reader
 
     @property
     def size(self) -> int:
-        """The value's length in bytes."""
+        """The length in bytes."""
         return int(self._reader.size)
 
     def __len__(self) -> int:
@@ -133,6 +132,11 @@ class ValueFile(io.RawIOBase):
     def writable(self) -> bool:
         self._checkClosed()  # type: ignore[attr-defined]
         return False
+
+    def write(self, b: Any, /) -> int:
+        # What a file opened "rb" raises, rather than RawIOBase's NotImplementedError.
+        self._checkClosed()  # type: ignore[attr-defined]
+        raise io.UnsupportedOperation("write")
 
     def readinto(self, buffer: Any) -> int:
         self._checkClosed()  # type: ignore[attr-defined]
@@ -158,6 +162,15 @@ class ValueFile(io.RawIOBase):
         if not self.closed:
             self._reader.close()
         super().close()
+
+
+class ValueFile(_ReaderFile):
+    """A seekable, read-only binary file over one stored value, read from a
+    snapshot (later commits do not change it). Returned by ``open_value``;
+    wrap it in ``io.BufferedReader`` for many small reads."""
+
+    def __init__(self, reader: _bale.ValueReader) -> None:
+        super().__init__(reader)
 
     def __repr__(self) -> str:
         state = " closed" if self.closed else ""
