@@ -5,6 +5,7 @@ time. A `# type: ignore[...]` line is an error mypy must report (--strict
 warns about an ignore that is not needed)."""
 
 import hashlib
+import io
 from collections.abc import Iterator, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, assert_type
@@ -76,6 +77,40 @@ def codec_stores(path: Path) -> None:
         assert_type(pickled, bale.Tree[bytes, Any])
 
 
+def object_store(path: Path) -> None:
+    with bale.ObjectStore(path, create=True, hash="sha256", chunk_min=1024, chunk_avg=4096, chunk_max=16384) as s:
+        assert_type(s, bale.ObjectStore)
+        oid = s.add(b"data")
+        assert_type(oid, str)
+        assert oid == hashlib.sha256(b"data").hexdigest()
+        assert_type(s.get(oid), bytes)
+        assert_type(s.get(bytes.fromhex(oid), verify=True), bytes)
+        assert_type(s.get_range(oid, 1, 2), bytes)
+        assert_type(s.add_many([b"a", bytearray(b"b"), memoryview(b"c")]), list[str])
+        assert_type(s.add_file(io.BytesIO(b"streamed")), str)
+        source = path.parent / "source.bin"
+        source.write_bytes(b"from a path")
+        assert_type(s.add_file(source), str)
+        with s.batch() as b:
+            assert_type(b, bale.ObjectBatch)
+            assert_type(b.add(b"in a batch"), str)
+        with s.open(oid) as f:
+            assert_type(f, bale.ObjectFile)
+            assert f.read() == b"data" and f.id == oid
+        assert_type(s.meta(oid).size, int)
+        for i, data in s.get_many([oid], skip_missing=True):
+            assert_type(i, str)
+            assert_type(data, bytes)
+        assert_type(s.has_many([oid, bytes.fromhex(oid)]), list[bool])
+        assert oid in s and len(s) == 7 and list(s) == s.ids()
+        assert_type(s.pack(), bale.PackReport)
+        report = s.validate(sample=50)
+        assert_type(report.problems, list[tuple[str | None, str, str]])
+        assert_type(s.stats().to_dict(), dict[str, int])
+        assert_type(s.config.chunk_max, int)
+        assert_type(s.delete([oid]), int)
+
+
 def refused_for_codecs(snap: bale.Snapshot[str, str]) -> None:
     """Never called: a buffer of a store whose values are decoded (str)."""
     snap.get("k", buffer=True)  # type: ignore[call-overload]
@@ -97,3 +132,14 @@ def refused_by_the_checker(t: bale.Tree[bytes, bytes], snap: bale.Snapshot[bytes
     bale.Tree.open("p", key_codec="pickle")  # type: ignore[call-overload]
     bale.Tree.open("p", create="yes")  # type: ignore[call-overload]
     bale.Tree.open("p", bogus=1)  # type: ignore[call-overload]
+
+
+def refused_for_objects(s: bale.ObjectStore) -> None:
+    """Never called: each line is a type error mypy must find."""
+    s.add("text")  # type: ignore[arg-type]
+    s.get(3)  # type: ignore[arg-type]
+    s.add_file(b"bytes")  # type: ignore[arg-type]
+    s.get_range("id", 0)  # type: ignore[call-arg]
+    s.repack("zstd")  # type: ignore[arg-type]
+    bale.ObjectStore("p", hash="md5")  # type: ignore[arg-type]
+    bale.ObjectStore("p", True)  # type: ignore[call-arg]

@@ -48,6 +48,13 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Data<'a> {
 }
 
 impl<'a> Data<'a> {
+    /// True when the bytes are a `bytes` object's, which nothing can
+    /// change; any other buffer may be written to by another thread while
+    /// the GIL is released.
+    pub fn immutable(&self) -> bool {
+        self.view.is_none()
+    }
+
     /// The bytes of the argument `what`; any other type raises
     /// `InvalidTypeError`.
     pub fn arg(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Data<'a>> {

@@ -7,8 +7,9 @@
 //!   for a lock while holding the GIL unless the holder cannot need the GIL
 //!   (see `lock_txn`), so threads cannot deadlock against the interpreter.
 //! - The GIL is released around I/O and long work: opening, snapshots,
-//!   commits, large values, reads without a memory map, `put_stream` (which
-//!   takes the GIL back only to call the file object's `read`).
+//!   commits, large values, reads without a memory map, every object store
+//!   call, `put_stream` and `add_file` (which take the GIL back only to
+//!   call the file object's `read`).
 //! - Every core object a handle owns is wrapped in [`ForkSafe`]: in a child
 //!   created by `fork` it is never used (operations raise `CLOSED`) and
 //!   never dropped, because dropping would release locks that the child
@@ -28,6 +29,7 @@ mod codec;
 mod cursor;
 mod iter;
 mod mapping;
+mod objects;
 mod report;
 mod store;
 mod txn;
@@ -62,6 +64,12 @@ impl<T> ForkSafe<T> {
     pub fn get(&self) -> PyResult<&T> {
         check_fork(self.epoch)?;
         Ok(&self.inner)
+    }
+
+    /// The object, or `None` in a forked child: builds no Python error,
+    /// for use under a lock that an attached thread may wait on.
+    pub fn peek(&self) -> Option<&T> {
+        (self.epoch == fork_epoch()).then_some(&*self.inner)
     }
 
     pub fn get_mut(&mut self) -> PyResult<&mut T> {
@@ -289,5 +297,15 @@ fn _bale(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<report::Stat>()?;
     m.add_class::<report::CheckReport>()?;
     m.add_class::<report::CompactReport>()?;
+    m.add_class::<objects::ObjectStore>()?;
+    m.add_class::<objects::ObjectBatch>()?;
+    m.add_class::<objects::ObjectReader>()?;
+    m.add_class::<objects::ObjectIterator>()?;
+    m.add_class::<objects::ObjectMeta>()?;
+    m.add_class::<objects::ObjectStats>()?;
+    m.add_class::<objects::ObjectConfig>()?;
+    m.add_class::<objects::PackReport>()?;
+    m.add_class::<objects::ValidateReport>()?;
+    m.add_class::<objects::RebuildReport>()?;
     Ok(())
 }

@@ -1,12 +1,12 @@
-//! The report classes of `stat()`, `check()` and `compact()`: read-only
-//! fields, `to_dict()`, and a repr that reads like a call
-//! (`Stat(txn=3, page_size=4096, ...)`).
+//! The report classes of `stat()`, `check()` and `compact()` (the object
+//! store's use the same macro): read-only fields, `to_dict()`, and a repr
+//! that reads like a call (`Stat(txn=3, page_size=4096, ...)`).
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 /// `(name, value)` of each field, in `names` order.
-fn fields<'py>(obj: &Bound<'py, PyAny>, names: &[&str]) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn fields<'py>(obj: &Bound<'py, PyAny>, names: &[&str]) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(obj.py());
     for name in names {
         d.set_item(name, obj.getattr(*name)?)?;
@@ -15,7 +15,7 @@ fn fields<'py>(obj: &Bound<'py, PyAny>, names: &[&str]) -> PyResult<Bound<'py, P
 }
 
 /// `Name(field=repr(value), ...)`.
-fn call_repr(obj: &Bound<'_, PyAny>, class: &str, names: &[&str]) -> PyResult<String> {
+pub(crate) fn call_repr(obj: &Bound<'_, PyAny>, class: &str, names: &[&str]) -> PyResult<String> {
     let mut parts = Vec::with_capacity(names.len());
     for (k, v) in fields(obj, names)?.iter() {
         parts.push(format!("{k}={}", v.repr()?));
@@ -43,18 +43,20 @@ macro_rules! report {
             )*
 
             /// Every field as a dict, in the order the repr shows them.
-            fn to_dict<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyDict>> {
-                fields(slf.as_any(), &[$($before,)* $(stringify!($f),)* $($after),*])
+            fn to_dict<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+                $crate::report::fields(slf.as_any(), &[$($before,)* $(stringify!($f),)* $($after),*])
             }
 
             fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
-                call_repr(slf.as_any(), stringify!($ty), &[$($before,)* $(stringify!($f),)* $($after),*])
+                $crate::report::call_repr(slf.as_any(), stringify!($ty), &[$($before,)* $(stringify!($f),)* $($after),*])
             }
 
             $($extra)*
         }
     };
 }
+
+pub(crate) use report;
 
 report!(
     /// `stat()`: page counts, depth, fill and value bytes of the latest commit.

@@ -25,7 +25,7 @@ pub(crate) fn quick<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// The argument `name` as a `T`, `default` when absent or `None`; another
 /// type raises `InvalidTypeError` saying it wants `what`.
-fn typed<'py, T: for<'a> FromPyObject<'a, 'py>>(
+pub(crate) fn typed<'py, T: for<'a> FromPyObject<'a, 'py>>(
     v: Option<&Bound<'py, PyAny>>,
     name: &str,
     what: &str,

@@ -1,4 +1,5 @@
-"""bale: a crash-safe single-file B+-tree store (bytes keys, bytes values).
+"""bale: a crash-safe single-file B+-tree store (bytes keys, bytes values)
+and a content-addressed object store.
 
     import bale
     with bale.Tree.open("assets.bale", create=True) as t:
@@ -10,6 +11,12 @@
             for k, v in snap.items(prefix=b"a"):
                 ...
         f = t.open_value(b"blob")         # seekable read-only binary file
+
+    with bale.ObjectStore("objects", create=True) as store:
+        oid = store.add(b"content")       # a hex id: the hash of the content
+        store.get(oid)
+        with store.batch() as b:          # durable together, or not at all
+            b.add_file("big.bin")
 """
 
 from collections.abc import Mapping as _Mapping
@@ -21,11 +28,20 @@ from ._bale import (
     CheckReport,
     CompactReport,
     Cursor,
+    ObjectBatch,
+    ObjectConfig,
+    ObjectIterator,
+    ObjectMeta,
+    ObjectStats,
+    ObjectStore,
+    PackReport,
     RangeIterator,
+    RebuildReport,
     Snapshot,
     Stat,
     Transaction,
     Tree,
+    ValidateReport,
     ValueView,
     __version__,
 )
@@ -41,6 +57,7 @@ from ._support import (
     LockedError,
     NotABaleFileError,
     NotFoundError,
+    ObjectFile,
     TooLargeError,
     UnsupportedVersionError,
     ValueFile,
@@ -65,6 +82,16 @@ __all__ = [
     "Stat",
     "CheckReport",
     "CompactReport",
+    "ObjectStore",
+    "ObjectBatch",
+    "ObjectFile",
+    "ObjectIterator",
+    "ObjectMeta",
+    "ObjectStats",
+    "ObjectConfig",
+    "PackReport",
+    "ValidateReport",
+    "RebuildReport",
     "FORMAT_VERSION",
     "ERROR_CODES",
     "__version__",

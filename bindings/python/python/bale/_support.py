@@ -1,5 +1,5 @@
-"""The Python half of bale: the exception classes and ValueFile (exported
-by the package, whose ``__all__`` lists them)."""
+"""The Python half of bale: the exception classes, ValueFile and ObjectFile
+(exported by the package, whose ``__all__`` lists them)."""
 
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ ERROR_CLASSES: dict[str, type[BaleError]] = {
 
 class _ReaderFile(io.RawIOBase):
     """A seekable, read-only binary file over a reader of the extension
-    (``_bale.ValueReader``)."""
+    (``_bale.ValueReader`` or ``_bale.ObjectReader``)."""
 
     _reader: Any
     mode: ClassVar[str] = "rb"
@@ -177,5 +177,29 @@ class ValueFile(_ReaderFile):
         return f"<bale.ValueFile size={self._reader.size}{state}>"
 
 
-for _cls in (*ERROR_CLASSES.values(), InvalidTypeError, ValueFile):
+class ObjectFile(_ReaderFile):
+    """A seekable, read-only binary file over one object of an object store,
+    read chunk by chunk in bounded memory. Returned by
+    ``ObjectStore.open``; it keeps working after the store is closed; wrap
+    it in ``io.BufferedReader`` for many small reads."""
+
+    def __init__(self, reader: _bale.ObjectReader) -> None:
+        super().__init__(reader)
+
+    @property
+    def id(self) -> str:
+        """The object's id (hex)."""
+        return str(self._reader.id)
+
+    @property
+    def name(self) -> str:
+        """The object's id, as ``name`` of an ``io`` file."""
+        return self.id
+
+    def __repr__(self) -> str:
+        state = " closed" if self.closed else ""
+        return f"<bale.ObjectFile {self._reader.id} size={self._reader.size}{state}>"
+
+
+for _cls in (*ERROR_CLASSES.values(), InvalidTypeError, ValueFile, ObjectFile):
     _cls.__module__ = "bale"

@@ -1,0 +1,641 @@
+//! `ObjectStore`: the content-addressed object store of the core
+//! (`bale::objects`). Ids cross as lower-case hex `str`; a `str` in any
+//! case or the raw id bytes are accepted. Every core call runs with the GIL
+//! released.
+//!
+//! Content is hashed and stored from the same bytes: a `bytes` object in
+//! place, any other buffer (which another thread may change meanwhile)
+//! through the core's stream add, which copies it piece by piece and
+//! hashes the copies. The buffer stays exported for the call, so it cannot
+//! be resized under it.
+//!
+//! Closing waits for the calls other threads are running on the handle
+//! (they hold its shared store lock, which `close` releases), so that no
+//! write of a closed handle can overlap another process's maintenance.
+//! Files opened with `open()` and finished `get_many` results need no lock
+//! and keep working after `close`.
+
+use std::borrow::Cow;
+use std::path::PathBuf;
+use std::sync::{Condvar, Mutex, Weak};
+use std::thread::ThreadId;
+
+use bale::objects::{self as core, Compression, Config, HashKind, ObjectId, ObjectOptions};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyInt, PyList, PyString, PyTuple};
+
+use crate::store::{quick, typed};
+use crate::value::PyReader;
+use crate::{CoreResult, Data, ForkSafe, check_fork, closed_error, make_error, to_py, to_py_at, type_error, type_name};
+
+mod batch;
+mod read;
+mod report;
+
+pub(crate) use batch::ObjectBatch;
+pub(crate) use read::{ObjectIterator, ObjectReader};
+pub(crate) use report::{ObjectConfig, ObjectMeta, ObjectStats, PackReport, RebuildReport, ValidateReport};
+
+/// `add_many` hands the core this much at a time (its own commit step), so
+/// that a generator is never held in memory whole.
+const MANY_BYTES: usize = 64 << 20;
+const MANY_OBJECTS: usize = 50_000;
+
+struct State {
+    store: Option<ForkSafe<core::ObjectStore>>,
+    /// The thread of each call running on the handle.
+    busy: Vec<ThreadId>,
+    /// Closed from inside one of its own calls (a file object's `read`
+    /// during `add_file`): the last call to end closes it.
+    closing: Option<ForkSafe<core::ObjectStore>>,
+    /// The batches started on the handle, discarded when it closes (a
+    /// single-file store's batch holds the store's writer lock).
+    batches: Vec<Weak<batch::Shared>>,
+}
+
+/// A content-addressed object store: a directory (or, with
+/// `single_file=True`, one file) of immutable objects named by the hash of
+/// their content.
+#[pyclass(module = "bale", frozen)]
+pub struct ObjectStore {
+    epoch: u64,
+    state: Mutex<State>,
+    idle: Condvar,
+    path: PathBuf,
+    config: Config,
+    single_file: bool,
+    readonly: bool,
+}
+
+/// One call on an open handle: the core store, and the handle's count of
+/// running calls, which `close` waits on.
+pub(crate) struct Call<'a> {
+    owner: &'a ObjectStore,
+    pub store: core::ObjectStore,
+}
+
+impl Drop for Call<'_> {
+    fn drop(&mut self) {
+        let (closing, batches) = {
+            let mut s = quick(&self.owner.state);
+            let me = std::thread::current().id();
+            if let Some(i) = s.busy.iter().position(|t| *t == me) {
+                s.busy.swap_remove(i);
+            }
+            if s.busy.is_empty() {
+                self.owner.idle.notify_all();
+                match s.closing.take() {
+                    Some(c) => (Some(c), std::mem::take(&mut s.batches)),
+                    None => (None, Vec::new()),
+                }
+            } else {
+                (None, Vec::new())
+            }
+        };
+        if let Some(Ok(store)) = closing.map(ForkSafe::into_inner) {
+            // Attached here: a batch another thread holds is left to end at
+            // its next use (which raises `ClosedError`).
+            batch::discard(&batches, false);
+            // Nobody is left to report a failed unlock to; the lock file's
+            // descriptor is closed with the handle anyway.
+            let _ = store.close();
+        }
+    }
+}
+
+impl ObjectStore {
+    /// Starts a call: `CLOSED` once the handle is closed.
+    pub(crate) fn call(&self, py: Python<'_>) -> PyResult<Call<'_>> {
+        check_fork(self.epoch)?;
+        // No Python object is made while the state is locked: that may let
+        // the GIL go to a thread that then waits for the lock.
+        let store = {
+            let mut s = quick(&self.state);
+            let store = s.store.as_ref().and_then(ForkSafe::peek).cloned();
+            if store.is_some() {
+                s.busy.push(std::thread::current().id());
+            }
+            store
+        };
+        match store {
+            Some(store) => Ok(Call { owner: self, store }),
+            None => Err(closed_error(py, "the object store is closed; open it again")),
+        }
+    }
+
+    /// Runs `f` on the core store with the GIL released.
+    fn run<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&core::ObjectStore) -> bale::Result<T> + Send,
+    ) -> PyResult<T> {
+        let c = self.call(py)?;
+        let store = &c.store;
+        py.detach(|| f(store)).py(py)
+    }
+
+    /// Notes a batch started on the handle, for `close`.
+    pub(crate) fn register(&self, b: Weak<batch::Shared>) {
+        let mut s = quick(&self.state);
+        s.batches.retain(|w| w.strong_count() > 0);
+        s.batches.push(b);
+    }
+
+    fn hash_kind(&self) -> HashKind {
+        self.config.hash
+    }
+
+    /// An id argument of this store.
+    fn id(&self, obj: &Bound<'_, PyAny>) -> PyResult<ObjectId> {
+        id_arg(self.hash_kind(), obj)
+    }
+
+    /// An iterable of ids (a lone `str` or `bytes` is refused: iterating it
+    /// would give characters, not ids).
+    fn ids_arg(&self, obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<ObjectId>> {
+        if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
+            let msg = format!("{what}() takes an iterable of ids, not one id; pass [id]");
+            return Err(type_error(obj.py(), &msg));
+        }
+        let it = obj
+            .try_iter()
+            .map_err(|_| type_error(obj.py(), &format!("{what}() takes an iterable of ids, not {}", type_name(obj))))?;
+        it.map(|x| self.id(&x?)).collect()
+    }
+}
+
+/// The id `obj` names: hex digits (`str`, any case) or the raw id bytes.
+fn id_arg(kind: HashKind, obj: &Bound<'_, PyAny>) -> PyResult<ObjectId> {
+    let py = obj.py();
+    if let Ok(s) = obj.cast::<PyString>() {
+        return ObjectId::from_hex(kind, &s.to_cow()?).map_err(|e| to_py(py, e));
+    }
+    match obj.extract::<Data<'_>>() {
+        Ok(d) => ObjectId::from_bytes(kind, &d).map_err(|e| to_py(py, e)),
+        Err(_) => {
+            let msg = format!("an object id must be a str of hex digits or the raw id bytes, not {}", type_name(obj));
+            Err(type_error(py, &msg))
+        }
+    }
+}
+
+pub(crate) fn hex(id: &ObjectId) -> String {
+    id.to_hex()
+}
+
+/// An integer argument ≥ 0 that must be given.
+fn required_uint(v: &Bound<'_, PyAny>, name: &str) -> PyResult<u64> {
+    match uint_arg(Some(v), name)? {
+        Some(n) => Ok(n),
+        None => Err(type_error(v.py(), &format!("{name} must be an int, not None"))),
+    }
+}
+
+/// An integer argument ≥ 0; `None` when absent or `None`.
+fn uint_arg(v: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option<u64>> {
+    let Some(v) = v.filter(|v| !v.is_none()) else { return Ok(None) };
+    let py = v.py();
+    let n = v.cast::<PyInt>().map_err(|_| type_error(py, &format!("{name} must be an int, not {}", type_name(v))))?;
+    n.extract::<u64>().map(Some).map_err(|_| {
+        let msg = format!("{name} must be an integer from 0 to 2**64 - 1, not {n}");
+        make_error(py, bale::ErrorKind::InvalidArgument.code(), &msg, None, None)
+    })
+}
+
+/// A chunk size or fanout of the config (`u32`).
+fn u32_arg(v: Option<&Bound<'_, PyAny>>, name: &str, default: u32) -> PyResult<u32> {
+    match (v, uint_arg(v, name)?) {
+        (Some(v), Some(n)) => u32::try_from(n).map_err(|_| {
+            let msg = format!("{name} {n} is out of range");
+            make_error(v.py(), bale::ErrorKind::InvalidArgument.code(), &msg, None, None)
+        }),
+        _ => Ok(default),
+    }
+}
+
+/// A `str` option naming one of a few choices, parsed by the core.
+fn name_arg<T>(v: Option<&Bound<'_, PyAny>>, name: &str, parse: fn(&str) -> bale::Result<T>) -> PyResult<Option<T>> {
+    match v.filter(|v| !v.is_none()) {
+        None => Ok(None),
+        Some(v) => {
+            let s: String = typed(Some(v), name, "a str", String::new())?;
+            parse(&s).map(Some).map_err(|e| to_py(v.py(), e))
+        }
+    }
+}
+
+/// `add_file`'s argument: a path, or a binary file object to stream.
+pub(crate) enum Source {
+    Path(PathBuf),
+    File(Py<PyAny>),
+}
+
+impl Source {
+    pub fn arg(obj: &Bound<'_, PyAny>) -> PyResult<Source> {
+        let py = obj.py();
+        if obj.is_instance_of::<PyString>() || obj.hasattr(pyo3::intern!(py, "__fspath__"))? {
+            return Ok(Source::Path(typed(Some(obj), "path", "a str or os.PathLike", PathBuf::new())?));
+        }
+        if obj.hasattr(pyo3::intern!(py, "read"))? {
+            return Ok(Source::File(obj.clone().unbind()));
+        }
+        let msg =
+            format!("add_file() takes a path or a binary file object, not {}; add bytes with add()", type_name(obj));
+        Err(type_error(py, &msg))
+    }
+}
+
+/// The keyword options of the constructor, as given (`None` when absent).
+struct OpenArgs<'a, 'py> {
+    create: Option<&'a Bound<'py, PyAny>>,
+    readonly: Option<&'a Bound<'py, PyAny>>,
+    single_file: Option<&'a Bound<'py, PyAny>>,
+    hash: Option<&'a Bound<'py, PyAny>>,
+    compression: Option<&'a Bound<'py, PyAny>>,
+    chunk_min: Option<&'a Bound<'py, PyAny>>,
+    chunk_avg: Option<&'a Bound<'py, PyAny>>,
+    chunk_max: Option<&'a Bound<'py, PyAny>>,
+    fanout: Option<&'a Bound<'py, PyAny>>,
+    pack_target: Option<&'a Bound<'py, PyAny>>,
+    repair: Option<&'a Bound<'py, PyAny>>,
+}
+
+impl OpenArgs<'_, '_> {
+    fn options(&self) -> PyResult<ObjectOptions> {
+        let d = Config::default();
+        let config = Config {
+            hash: name_arg(self.hash, "hash", HashKind::from_name)?.unwrap_or(d.hash),
+            compression: name_arg(self.compression, "compression", Compression::from_name)?.unwrap_or(d.compression),
+            chunk_min: u32_arg(self.chunk_min, "chunk_min", d.chunk_min)?,
+            chunk_avg: u32_arg(self.chunk_avg, "chunk_avg", d.chunk_avg)?,
+            chunk_max: u32_arg(self.chunk_max, "chunk_max", d.chunk_max)?,
+            fanout: u32_arg(self.fanout, "fanout", d.fanout)?,
+            pack_target: uint_arg(self.pack_target, "pack_target")?.unwrap_or(d.pack_target),
+            ..d
+        };
+        let flag = |v: Option<&Bound<'_, PyAny>>, name: &str| typed(v, name, "a bool", false);
+        Ok(ObjectOptions {
+            create: flag(self.create, "create")?,
+            readonly: flag(self.readonly, "readonly")?,
+            single_file: flag(self.single_file, "single_file")?,
+            repair: flag(self.repair, "repair")?,
+            config,
+            ..ObjectOptions::default()
+        })
+    }
+}
+
+#[pymethods]
+impl ObjectStore {
+    /// Opens (with `create=True`, creates) the object store at `path`: a
+    /// directory, or one file with `single_file=True` (an existing file is
+    /// always opened as one). The other options choose a new store's
+    /// parameters; an existing store keeps its own (see `config`).
+    #[new]
+    #[pyo3(
+        signature = (path, *, create=None, readonly=None, single_file=None, hash=None, compression=None,
+                     chunk_min=None, chunk_avg=None, chunk_max=None, fanout=None, pack_target=None, repair=None),
+        text_signature = "(path, *, create=False, readonly=False, single_file=False, hash='blake3', \
+                          compression='auto', chunk_min=None, chunk_avg=None, chunk_max=None, fanout=None, \
+                          pack_target=None, repair=False)"
+    )]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        path: &Bound<'_, PyAny>,
+        create: Option<&Bound<'_, PyAny>>,
+        readonly: Option<&Bound<'_, PyAny>>,
+        single_file: Option<&Bound<'_, PyAny>>,
+        hash: Option<&Bound<'_, PyAny>>,
+        compression: Option<&Bound<'_, PyAny>>,
+        chunk_min: Option<&Bound<'_, PyAny>>,
+        chunk_avg: Option<&Bound<'_, PyAny>>,
+        chunk_max: Option<&Bound<'_, PyAny>>,
+        fanout: Option<&Bound<'_, PyAny>>,
+        pack_target: Option<&Bound<'_, PyAny>>,
+        repair: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<ObjectStore> {
+        let path: PathBuf = typed(Some(path), "path", "a str or os.PathLike", PathBuf::new())?;
+        let args = OpenArgs {
+            create,
+            readonly,
+            single_file,
+            hash,
+            compression,
+            chunk_min,
+            chunk_avg,
+            chunk_max,
+            fanout,
+            pack_target,
+            repair,
+        };
+        let opts = args.options()?;
+        let p = path.clone();
+        let store = py.detach(move || core::ObjectStore::open(&p, opts)).map_err(|e| {
+            // Most messages of an opening store name the path already.
+            if e.message().contains(&*path.to_string_lossy()) { to_py(py, e) } else { to_py_at(py, e, &path) }
+        })?;
+        Ok(ObjectStore {
+            epoch: crate::fork_epoch(),
+            config: *store.config(),
+            single_file: store.is_single_file(),
+            readonly: store.is_readonly(),
+            state: Mutex::new(State {
+                store: Some(ForkSafe::new(store)),
+                busy: Vec::new(),
+                closing: None,
+                batches: Vec::new(),
+            }),
+            idle: Condvar::new(),
+            path,
+        })
+    }
+
+    /// Closes this handle: its staging file is left to the packer and its
+    /// locks are released. Waits for calls other threads are running on
+    /// it; batches still open are discarded; files from `open()` keep
+    /// working until closed.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        if self.epoch != crate::fork_epoch() {
+            return Ok(());
+        }
+        let me = std::thread::current().id();
+        let store = {
+            let mut s = quick(&self.state);
+            let Some(store) = s.store.take() else { return Ok(()) };
+            if s.busy.contains(&me) {
+                s.closing = Some(store);
+                return Ok(());
+            }
+            store
+        };
+        let store = store.into_inner()?;
+        py.detach(|| {
+            // Batches first: a call may be waiting for one (a single-file
+            // store's batch holds its writer lock). One in use belongs to
+            // a running call, and is discarded once that call has ended.
+            let mut batches = std::mem::take(&mut quick(&self.state).batches);
+            batch::discard(&batches, false);
+            let mut s = quick(&self.state);
+            while !s.busy.is_empty() {
+                s = self.idle.wait(s).unwrap_or_else(|e| e.into_inner());
+            }
+            batches.append(&mut s.batches);
+            drop(s);
+            batch::discard(&batches, true);
+            store.close()
+        })
+        .py(py)
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        quick(&self.state).store.is_none()
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    fn __reduce__(&self, py: Python<'_>) -> PyResult<()> {
+        let msg = "a bale.ObjectStore cannot be pickled or sent to another process; \
+                   pass the path and open it there";
+        Err(type_error(py, msg))
+    }
+
+    fn __repr__(&self) -> String {
+        let state = if self.closed() {
+            " closed"
+        } else if self.readonly {
+            " readonly"
+        } else {
+            ""
+        };
+        let kind = if self.single_file { " single-file" } else { "" };
+        format!("<bale.ObjectStore {:?}{kind}{state}>", self.path.display().to_string())
+    }
+
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.path.clone()
+    }
+
+    /// The hash that names objects: `"blake3"`, `"sha256"` or `"sha1"`.
+    #[getter]
+    fn hash(&self) -> &'static str {
+        self.config.hash.name()
+    }
+
+    #[getter]
+    fn single_file(&self) -> bool {
+        self.single_file
+    }
+
+    #[getter]
+    fn readonly(&self) -> bool {
+        self.readonly
+    }
+
+    /// The parameters the store was created with, and its compression
+    /// policy for new records (which `repack` may change).
+    #[getter]
+    fn config(&self, py: Python<'_>) -> PyResult<ObjectConfig> {
+        let c = self.call(py)?;
+        Ok(ObjectConfig(Config { compression: c.store.compression(), ..*c.store.config() }))
+    }
+
+    /// Adds one object (any bytes-like object) and returns its id once it
+    /// is durable.
+    fn add(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<String> {
+        let d = Data::arg(data, "data")?;
+        let (fixed, d): (bool, &[u8]) = (d.immutable(), &d);
+        self.run(py, |s| if fixed { s.add(d) } else { s.add_reader(&mut &d[..]) }).map(|id| hex(&id))
+    }
+
+    /// Adds the content of a file: a path (read by the core), or a binary
+    /// file object (streamed, in bounded memory). An exception raised by
+    /// the file object's `read` propagates, and nothing is added.
+    fn add_file(&self, py: Python<'_>, source: &Bound<'_, PyAny>) -> PyResult<String> {
+        match Source::arg(source)? {
+            Source::Path(p) => self.run(py, |s| s.add_path(&p)).map(|id| hex(&id)),
+            Source::File(obj) => {
+                let c = self.call(py)?;
+                let store = &c.store;
+                let mut r = PyReader::new(obj, "add_file");
+                let id = py.detach(|| r.run(|r| store.add_reader(r))).map_err(|f| f.py(py))?;
+                Ok(hex(&id))
+            }
+        }
+    }
+
+    /// Adds every bytes-like object of `items`; returns their ids in order.
+    /// Long inputs are committed in several steps, each durable.
+    fn add_many(&self, py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+        let mut it = items
+            .try_iter()
+            .map_err(|_| type_error(py, &format!("add_many() takes an iterable of bytes, not {}", type_name(items))))?
+            .peekable();
+        let mut ids = Vec::new();
+        while it.peek().is_some() {
+            let (mut held, mut bytes) = (Vec::new(), 0);
+            for x in it.by_ref() {
+                let x = x?;
+                bytes += Data::arg(&x, "each item")?.len();
+                held.push(x);
+                if bytes >= MANY_BYTES || held.len() >= MANY_OBJECTS {
+                    break;
+                }
+            }
+            // `bytes` are stored in place; other buffers are copied first
+            // (see `immutable`), a group at a time.
+            let data = held.iter().map(|x| Data::arg(x, "each item")).collect::<PyResult<Vec<_>>>()?;
+            let items: Vec<Cow<'_, [u8]>> =
+                data.iter().map(|d| if d.immutable() { Cow::Borrowed(&**d) } else { Cow::Owned(d.to_vec()) }).collect();
+            ids.extend(self.run(py, |s| s.add_many(items.iter().map(|c| &**c)))?.iter().map(hex));
+        }
+        Ok(ids)
+    }
+
+    /// Starts a batch: `with store.batch() as b:` commits every `b.add`
+    /// when the block succeeds and discards them when it raises. In a
+    /// single-file store a batch holds the store's writer lock until it
+    /// ends, so other adds wait for it.
+    fn batch(slf: &Bound<'_, Self>) -> PyResult<ObjectBatch> {
+        ObjectBatch::start(slf)
+    }
+
+    /// The content of `id` (a `NotFoundError`, also a `KeyError`, when it
+    /// is not stored). With `verify=True` the content is hashed and
+    /// compared with `id` first.
+    #[pyo3(signature = (id, *, verify=false))]
+    fn get<'py>(&self, py: Python<'py>, id: &Bound<'py, PyAny>, verify: bool) -> PyResult<Bound<'py, PyBytes>> {
+        let id = self.id(id)?;
+        let v = self.run(py, |s| if verify { s.get_verified(&id) } else { s.get(&id) })?;
+        Ok(PyBytes::new(py, &v))
+    }
+
+    /// `length` bytes of `id` from `offset` (fewer at its end), reading
+    /// only the chunks that hold them.
+    fn get_range<'py>(
+        &self,
+        py: Python<'py>,
+        id: &Bound<'py, PyAny>,
+        offset: &Bound<'py, PyAny>,
+        length: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let id = self.id(id)?;
+        let offset = required_uint(offset, "offset")?;
+        let length = required_uint(length, "length")?;
+        let v = self.run(py, |s| s.get_range(&id, offset, length))?;
+        Ok(PyBytes::new(py, &v))
+    }
+
+    /// A seekable, read-only binary file over the content of `id`
+    /// (`bale.ObjectFile`). With `verify=True` each chunk read is hashed
+    /// and compared with its id.
+    #[pyo3(signature = (id, *, verify=false))]
+    fn open<'py>(&self, py: Python<'py>, id: &Bound<'py, PyAny>, verify: bool) -> PyResult<Bound<'py, PyAny>> {
+        let id = self.id(id)?;
+        let mut r = self.run(py, |s| s.reader(&id))?;
+        r.set_verify(verify);
+        ObjectReader::file(py, r)
+    }
+
+    /// Whether `id` is stored.
+    fn has(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let id = self.id(id)?;
+        self.run(py, |s| s.has(&id))
+    }
+
+    fn __contains__(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<bool> {
+        self.has(py, id)
+    }
+
+    /// `has` for each id, answered from one state of the index.
+    fn has_many(&self, py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<Vec<bool>> {
+        let ids = self.ids_arg(ids, "has_many")?;
+        self.run(py, |s| s.has_many(&ids))
+    }
+
+    /// What the store knows of `id` (`NotFoundError` when it is not stored).
+    fn meta(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<ObjectMeta> {
+        let id = self.id(id)?;
+        self.run(py, |s| s.meta(&id)).map(ObjectMeta)
+    }
+
+    /// The id of every object, in id order.
+    fn ids(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        Ok(self.run(py, |s| s.ids())?.iter().map(hex).collect())
+    }
+
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        PyList::new(py, self.ids(py)?)?.try_iter().map(|i| i.into_any())
+    }
+
+    /// The number of objects (a walk of the index).
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.run(py, |s| s.stats())?.objects as usize)
+    }
+
+    /// `(id, content)` of each of `ids`, in the order the records lie on
+    /// disk (so the reads are sequential), each id once. A missing id
+    /// raises `NotFoundError` before anything is yielded, unless
+    /// `skip_missing=True`, which leaves it out.
+    #[pyo3(signature = (ids, *, skip_missing=false))]
+    fn get_many(&self, py: Python<'_>, ids: &Bound<'_, PyAny>, skip_missing: bool) -> PyResult<ObjectIterator> {
+        let ids = self.ids_arg(ids, "get_many")?;
+        let items = self.run(py, |s| s.get_many_in_disk_order(&ids))?;
+        ObjectIterator::new(py, items, skip_missing)
+    }
+
+    /// Removes objects; returns how many of `ids` were stored. Their space
+    /// is reclaimed by `repack()`. Needs the store to itself (`LockedError`
+    /// while another handle, in any process, has it open for writing).
+    fn delete(&self, py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let ids = self.ids_arg(ids, "delete")?;
+        self.run(py, |s| s.delete(&ids))
+    }
+
+    /// Moves staged objects into packs, beside writers and readers
+    /// (`LockedError` while another process packs). Directory stores only.
+    fn pack(&self, py: Python<'_>) -> PyResult<PackReport> {
+        self.run(py, |s| s.pack()).map(PackReport)
+    }
+
+    /// Packs, then rewrites packs holding garbage without it; with
+    /// `compression` (`"never"`, `"auto"`, `"always"`), rewrites every
+    /// record with that policy, which new records then follow too. Needs
+    /// the store to itself, as `delete` does.
+    #[pyo3(signature = (compression=None))]
+    fn repack(&self, py: Python<'_>, compression: Option<&Bound<'_, PyAny>>) -> PyResult<PackReport> {
+        let c = name_arg(compression, "compression", Compression::from_name)?;
+        self.run(py, |s| s.repack(c, &mut |_, _| {})).map(PackReport)
+    }
+
+    /// Rehashes every record (or, with `sample` below 100, that percentage
+    /// of the objects) and checks how they fit together. Problems are
+    /// reported, not raised.
+    #[pyo3(signature = (sample=None), text_signature = "($self, sample=100.0)")]
+    fn validate(&self, py: Python<'_>, sample: Option<&Bound<'_, PyAny>>) -> PyResult<ValidateReport> {
+        let sample: f64 = typed(sample, "sample", "a number (a percentage)", 100.0)?;
+        self.run(py, |s| s.validate(sample, &mut |_, _| {})).map(ValidateReport)
+    }
+
+    /// Recreates the index from the packs and staging files alone (open
+    /// with `repair=True` when the index is lost). Needs the store to
+    /// itself, as `delete` does.
+    fn rebuild_index(&self, py: Python<'_>) -> PyResult<RebuildReport> {
+        self.run(py, |s| s.rebuild_index(&mut |_, _| {})).map(RebuildReport)
+    }
+
+    /// Counts and sizes of the whole store.
+    fn stats(&self, py: Python<'_>) -> PyResult<ObjectStats> {
+        self.run(py, |s| s.stats()).map(ObjectStats)
+    }
+}

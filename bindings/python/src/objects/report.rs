@@ -1,0 +1,116 @@
+//! The object store's reports and records, as read-only classes with
+//! `to_dict()` (the same shape as the tree store's `Stat`/`CheckReport`).
+
+use bale::objects as core;
+use pyo3::prelude::*;
+
+use super::hex;
+use crate::report::report;
+
+report!(
+    /// `meta(id)`: what the store knows of one object. `stored_size` is
+    /// what its top record takes on disk (a chunked object's chunks are
+    /// counted in `stats()`); `packed` is False while it is in a staging
+    /// file.
+    ObjectMeta(core::ObjectMeta) { size: u64, stored_size: u64, chunked: bool, packed: bool, compressed: bool }
+    shown: ["id"] fields [];
+
+    #[getter]
+    fn id(&self) -> String {
+        hex(&self.0.id)
+    }
+);
+
+report!(
+    /// `stats()`: counts and sizes of the whole store, from one state of
+    /// its index. `logical_bytes - unique_bytes` is what deduplication
+    /// saved.
+    ObjectStats(core::ObjectStats) {
+        objects: u64,
+        logical_bytes: u64,
+        records: u64,
+        stored_bytes: u64,
+        chunked_objects: u64,
+        chunks: u64,
+        staged_records: u64,
+        compressed_records: u64,
+        unique_bytes: u64,
+        packs: u64,
+        pack_bytes: u64,
+    }
+    shown: [] fields [];
+);
+
+report!(
+    /// The parameters a store was created with, and its compression policy
+    /// for new records (`store.config`).
+    ObjectConfig(core::Config) { chunk_min: u32, chunk_avg: u32, chunk_max: u32, fanout: u32, pack_target: u64 }
+    shown: ["hash", "compression"] fields ["store_id"];
+
+    #[getter]
+    fn hash(&self) -> &'static str {
+        self.0.hash.name()
+    }
+
+    /// The policy for new records: `"never"`, `"auto"` or `"always"`.
+    #[getter]
+    fn compression(&self) -> &'static str {
+        self.0.compression.name()
+    }
+
+    /// Random at creation (hex): packs of another store are refused.
+    #[getter]
+    fn store_id(&self) -> String {
+        self.0.store_id.iter().map(|b| format!("{b:02x}")).collect()
+    }
+);
+
+report!(
+    /// `pack()` and `repack()`: files emptied and removed, records and
+    /// bytes moved, and the problems left in place.
+    PackReport(core::PackReport) {
+        files_removed: u64,
+        records_moved: u64,
+        bytes_moved: u64,
+        files_in_use: u64,
+        entries_dropped: u64,
+        bytes_freed: u64,
+    }
+    shown: [] fields ["problems"];
+
+    #[getter]
+    fn problems(&self) -> Vec<String> {
+        self.0.problems.clone()
+    }
+);
+
+report!(
+    /// `validate()`: what was checked, and the problems found (none when
+    /// `ok`).
+    ValidateReport(core::ValidateReport) { objects_checked: u64, records_checked: u64, bytes_checked: u64 }
+    shown: ["ok"] fields ["problems"];
+
+    #[getter]
+    fn ok(&self) -> bool {
+        self.0.is_ok()
+    }
+
+    /// `(id or None, code, message)` for each problem; `code` is the error
+    /// code a read would raise.
+    #[getter]
+    fn problems(&self) -> Vec<(Option<String>, &'static str, String)> {
+        self.0.problems.iter().map(|p| (p.id.as_ref().map(hex), p.code, p.message.clone())).collect()
+    }
+);
+
+report!(
+    /// `rebuild_index()`: intact records read (and the objects among them),
+    /// damaged records and stretches skipped.
+    RebuildReport(core::RebuildReport) { records: u64, objects: u64, bad_records: u64, skipped_ranges: u64 }
+    shown: [] fields ["problems"];
+
+    #[getter]
+    fn problems(&self) -> Vec<String> {
+        self.0.problems.clone()
+    }
+);
