@@ -1,6 +1,7 @@
 """The golden corpus through the public Python API (tests/corpus/manifest.json,
-whose `_comment` gives the procedure, and the range queries of
-tests/corpus/README.md). A missing corpus fails, never skips."""
+whose `_comment` gives the procedure for tree stores and object stores, and
+the range queries of tests/corpus/README.md). A missing corpus fails, never
+skips."""
 
 import json
 import os
@@ -14,14 +15,16 @@ import bale
 CORPUS = Path(os.environ.get("CORPUS_DIR") or Path(__file__).resolve().parent.parent / "corpus")
 
 
-def load_cases():
+def load_cases(key):
     try:
-        return json.loads((CORPUS / "manifest.json").read_text())["cases"]
+        return json.loads((CORPUS / "manifest.json").read_text())[key]
     except OSError as e:
         return [{"id": "manifest-missing", "missing": f"corpus manifest missing at {CORPUS}: {e}"}]
 
 
-CASES = load_cases()
+CASES = load_cases("cases")
+# Object stores: a directory (its files listed under `files`) or one file.
+OBJECT_CASES = load_cases("object_cases")
 
 
 def read_case(path):
@@ -37,25 +40,51 @@ def read_case(path):
         }
 
 
+def read_objects(path):
+    """Opens read-only, lists the ids in order and reads each object whole,
+    verified against its id."""
+    with bale.ObjectStore(path, readonly=True) as store:
+        objects = [[oid, store.get(oid, verify=True).hex()] for oid in store.ids()]
+        return {
+            "kind": "objects",
+            "format_version": store.format_version,
+            "hash": store.hash,
+            "single_file": store.single_file,
+            "count": len(objects),
+            "objects": objects,
+        }
+
+
 def test_corpus_has_valid_and_invalid_cases():
-    assert "missing" not in CASES[0], CASES[0].get("missing")
-    assert len(CASES) >= 20
-    assert any("expect" in c for c in CASES) and any("error" in c for c in CASES)
+    for cases, least in ((CASES, 20), (OBJECT_CASES, 10)):
+        assert "missing" not in cases[0], cases[0].get("missing")
+        assert len(cases) >= least
+        assert any("expect" in c for c in cases) and any("error" in c for c in cases)
+    assert any(c["single_file"] for c in OBJECT_CASES) and not all(c["single_file"] for c in OBJECT_CASES)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
-def test_corpus_case(case):
+def check_case(case, read):
     if "missing" in case:
         pytest.fail(case["missing"])
     path = CORPUS / case["file"]
     if "expect" in case:
         want = json.loads((CORPUS / case["expect"]).read_text())
-        assert read_case(path) == want
+        assert read(path) == want
     else:
         with pytest.raises(bale.BaleError) as info:
-            read_case(path)
+            read(path)
         assert info.value.code == case["error"], str(info.value)
         assert type(info.value) is bale._support.ERROR_CLASSES[case["error"]]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_corpus_case(case):
+    check_case(case, read_case)
+
+
+@pytest.mark.parametrize("case", OBJECT_CASES, ids=[c["id"] for c in OBJECT_CASES])
+def test_corpus_object_case(case):
+    check_case(case, read_objects)
 
 
 KEY_OPTIONS = ("gt", "gte", "lt", "lte", "prefix")

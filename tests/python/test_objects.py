@@ -49,6 +49,7 @@ def test_create_options_properties_and_config(path):
     with bale.ObjectStore(path, create=True, hash="sha256", compression="never", chunk_min=2048,
                           chunk_avg=8192, chunk_max=32768, fanout=64, pack_target=1 << 20) as s:
         assert s.path == path and s.hash == "sha256" and not s.single_file and not s.readonly and not s.closed
+        assert s.format_version == 1
         c = s.config
         assert (c.hash, c.compression, c.chunk_min, c.chunk_avg, c.chunk_max, c.fanout, c.pack_target) == (
             "sha256", "never", 2048, 8192, 32768, 64, 1 << 20)

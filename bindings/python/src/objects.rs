@@ -432,6 +432,12 @@ impl ObjectStore {
         self.config.hash.name()
     }
 
+    /// The object store format version of this build (FORMAT.md).
+    #[getter]
+    fn format_version(&self, py: Python<'_>) -> PyResult<u16> {
+        Ok(self.call(py)?.store.format_version())
+    }
+
     #[getter]
     fn single_file(&self) -> bool {
         self.single_file
