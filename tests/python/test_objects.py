@@ -640,7 +640,8 @@ def test_closed_store(store):
            lambda: store.add_file(io.BytesIO(b"y")), lambda: store.add_many([b"y"]), store.batch,
            lambda: store.get_range(oid, 0, 1), lambda: store.has_many([oid]), lambda: store.get_many([oid]),
            lambda: store.delete([oid]), store.pack, store.repack, store.validate, store.rebuild_index,
-           store.stats, lambda: b.add(b"y"), b.commit]
+           store.stats, store.clean, lambda: store.add_tree("."), lambda: store.export_to(store),
+           lambda: b.add(b"y"), b.commit]
     for op in ops:
         with pytest.raises(bale.ClosedError) as e:
             op()
@@ -650,3 +651,102 @@ def test_closed_store(store):
     assert store.hash == "blake3" and store.closed
     with pytest.raises(bale.ClosedError):
         store.config
+
+
+# ---------------------------------------------------------------- trees, transfers, clean
+
+
+def make_tree(root):
+    files = {"a.txt": b"alpha", "sub/b.bin": noise(100_000, 20), "sub/deeper/c": b"", "sub/dup": b"alpha"}
+    for rel, data in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    return files
+
+
+def test_add_tree(store, tmp_path):
+    root = tmp_path / "tree"
+    files = make_tree(root)
+    with bale.Tree.open(tmp_path / "paths.bale", create=True) as paths:
+        r = store.add_tree(root, paths=paths)
+        assert (r.files, r.bytes, r.dirs, r.skipped) == (4, sum(map(len, files.values())), 3, [])
+        assert list(r.to_dict()) == ["files", "bytes", "dirs", "skipped"]
+        for rel, data in files.items():
+            oid = paths[rel.encode()].hex()
+            assert store.get(oid) == data and oid == store.add(data)
+        assert len(paths) == 4 and len(store) == 3  # a.txt and sub/dup share their content
+    (root / "link").symlink_to(root / "a.txt")
+    os.mkfifo(root / "sub" / "fifo")
+    with pytest.raises(bale.InvalidArgumentError, match="link or special file"):
+        store.add_tree(root)
+    r = store.add_tree(str(root), skip_links=True)
+    assert sorted(r.skipped) == ["link", "sub/fifo"] and r.files == 4
+    with pytest.raises(bale.InvalidArgumentError, match="not a directory"):
+        store.add_tree(root / "a.txt")
+    with pytest.raises(bale.IoError):
+        store.add_tree(tmp_path / "missing")
+    with pytest.raises(bale.InvalidTypeError, match="bale.Tree"):
+        store.add_tree(root, paths={})
+
+
+def test_batch_packed_writes_straight_into_packs(store, path):
+    with store.batch(packed=True) as b:
+        ids = [b.add(noise(n, n)) for n in (10, 50_000)]
+        with bale.ObjectStore(path) as other, pytest.raises(bale.LockedError):
+            other.pack()  # the batch holds the packer lock
+    assert all(store.meta(i).packed for i in ids) and store.stats().staged_records == 0
+    assert [store.get(i) for i in ids] == [noise(n, n) for n in (10, 50_000)]
+
+
+@pytest.mark.parametrize("single", [False, True], ids=["to-dir", "to-file"])
+def test_export_and_import(store, tmp_path, single):
+    ids = [store.add(noise(n, n)) for n in (0, 10, 300_000)]
+    dest_path = tmp_path / ("dest.bale" if single else "dest")
+    with bale.ObjectStore(dest_path, create=True, single_file=single) as dest:
+        r = store.export_to(dest, ids[:2])
+        assert (r.objects_copied, r.bytes_copied, r.objects_present) == (2, 10, 0)
+        r = store.export_to(dest)
+        assert (r.objects_copied, r.objects_present) == (1, 2) and r.bytes_copied == 300_000
+        assert dest.ids() == store.ids() and dest.get(ids[2], verify=True) == noise(300_000, 300_000)
+        assert dest.meta(ids[2]).chunked  # chunked again, with dest's parameters
+        extra = dest.add(b"only in dest")
+        r = store.import_from(dest, [extra, ids[0]])
+        assert (r.objects_copied, r.objects_present) == (1, 1) and store.get(extra) == b"only in dest"
+        assert list(r.to_dict()) == ["objects_copied", "bytes_copied", "objects_present"]
+
+
+def test_transfer_errors(store, tmp_path):
+    oid = store.add(b"x")
+    with bale.ObjectStore(tmp_path / "sha", create=True, hash="sha256") as other:
+        with pytest.raises(bale.InvalidArgumentError, match="different hashes"):
+            store.export_to(other)
+        with pytest.raises(bale.InvalidArgumentError, match="different hashes"):
+            other.import_from(store)
+    with bale.ObjectStore(tmp_path / "b", create=True) as b:
+        pass
+    with bale.ObjectStore(tmp_path / "b", readonly=True) as ro:
+        with pytest.raises(bale.InvalidArgumentError, match="read-only"):
+            store.export_to(ro)
+    with pytest.raises(bale.ClosedError):
+        store.export_to(b)
+    for bad in (None, "path", 3):
+        with pytest.raises(bale.InvalidTypeError, match="bale.ObjectStore"):
+            store.export_to(bad)
+    with pytest.raises(bale.InvalidTypeError):
+        store.import_from(store, oid)  # one id, not an iterable of ids
+    missing = hashlib.sha256(b"missing").hexdigest()
+    with bale.ObjectStore(tmp_path / "c", create=True) as c, pytest.raises(bale.NotFoundError):
+        store.export_to(c, [missing])
+
+
+def test_clean(store, path):
+    store.add(noise(10_000, 21))
+    (path / "config.tmp").write_bytes(b"left by an interrupted creation")
+    with bale.ObjectStore(path) as other:
+        with pytest.raises(bale.LockedError):
+            store.clean()
+    r = store.clean()
+    assert r.files_removed == 2 and r.bytes_freed > 10_000  # the staging file, packed, and config.tmp
+    assert r.index_bytes_after <= r.index_bytes_before and not (path / "config.tmp").exists()
+    assert list(r.to_dict()) == ["files_removed", "bytes_freed", "index_bytes_before", "index_bytes_after"]
+    assert store.stats().staged_records == 0 and store.validate().ok

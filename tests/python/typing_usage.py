@@ -109,6 +109,18 @@ def object_store(path: Path) -> None:
         assert_type(s.stats().to_dict(), dict[str, int])
         assert_type(s.config.chunk_max, int)
         assert_type(s.delete([oid]), int)
+        with bale.ObjectStore(path.parent / "copy", create=True, hash="sha256") as copy:
+            assert_type(s.export_to(copy).objects_copied, int)
+            assert_type(copy.import_from(s, [s.ids()[0]]), bale.TransferReport)
+        with s.batch(packed=True) as packed:
+            packed.add(b"straight into a pack")
+        tree = path.parent / "tree"
+        tree.mkdir()
+        (tree / "f").write_bytes(b"a file")
+        with bale.Tree.open(path.parent / "paths.bale", create=True) as paths:
+            assert_type(s.add_tree(tree, paths=paths).skipped, list[str])
+            assert paths[b"f"].hex() == s.add(b"a file")
+        assert_type(s.clean(), bale.CleanReport)
 
 
 def refused_for_codecs(snap: bale.Snapshot[str, str]) -> None:
@@ -141,5 +153,7 @@ def refused_for_objects(s: bale.ObjectStore) -> None:
     s.add_file(b"bytes")  # type: ignore[arg-type]
     s.get_range("id", 0)  # type: ignore[call-arg]
     s.repack("zstd")  # type: ignore[arg-type]
+    s.export_to("path")  # type: ignore[arg-type]
+    s.add_tree("dir", paths="paths.bale")  # type: ignore[arg-type]
     bale.ObjectStore("p", hash="md5")  # type: ignore[arg-type]
     bale.ObjectStore("p", True)  # type: ignore[call-arg]

@@ -307,5 +307,8 @@ fn _bale(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<objects::PackReport>()?;
     m.add_class::<objects::ValidateReport>()?;
     m.add_class::<objects::RebuildReport>()?;
+    m.add_class::<objects::AddTreeReport>()?;
+    m.add_class::<objects::TransferReport>()?;
+    m.add_class::<objects::CleanReport>()?;
     Ok(())
 }

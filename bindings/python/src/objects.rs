@@ -20,21 +20,26 @@ use std::path::PathBuf;
 use std::sync::{Condvar, Mutex, Weak};
 use std::thread::ThreadId;
 
-use bale::objects::{self as core, Compression, Config, HashKind, ObjectId, ObjectOptions};
+use bale::objects::{self as core, AddTreeOptions, Compression, Config, HashKind, LinkPolicy, ObjectId};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 
-use crate::store::{quick, typed};
+use crate::store::{Tree, quick, typed};
 use crate::value::PyReader;
-use crate::{CoreResult, Data, ForkSafe, check_fork, closed_error, make_error, to_py, to_py_at, type_error, type_name};
+use crate::{CoreResult, Data, ForkSafe, check_fork, closed_error, to_py, to_py_at, type_error, type_name};
 
+mod args;
 mod batch;
 mod read;
 mod report;
 
+use args::{OpenArgs, Source, id_arg, name_arg, required_uint};
 pub(crate) use batch::ObjectBatch;
 pub(crate) use read::{ObjectIterator, ObjectReader};
-pub(crate) use report::{ObjectConfig, ObjectMeta, ObjectStats, PackReport, RebuildReport, ValidateReport};
+pub(crate) use report::{
+    AddTreeReport, CleanReport, ObjectConfig, ObjectMeta, ObjectStats, PackReport, RebuildReport, TransferReport,
+    ValidateReport,
+};
 
 /// `add_many` hands the core this much at a time (its own commit step), so
 /// that a generator is never held in memory whole.
@@ -164,125 +169,29 @@ impl ObjectStore {
     }
 }
 
-/// The id `obj` names: hex digits (`str`, any case) or the raw id bytes.
-fn id_arg(kind: HashKind, obj: &Bound<'_, PyAny>) -> PyResult<ObjectId> {
-    let py = obj.py();
-    if let Ok(s) = obj.cast::<PyString>() {
-        return ObjectId::from_hex(kind, &s.to_cow()?).map_err(|e| to_py(py, e));
-    }
-    match obj.extract::<Data<'_>>() {
-        Ok(d) => ObjectId::from_bytes(kind, &d).map_err(|e| to_py(py, e)),
-        Err(_) => {
-            let msg = format!("an object id must be a str of hex digits or the raw id bytes, not {}", type_name(obj));
-            Err(type_error(py, &msg))
-        }
-    }
-}
-
 pub(crate) fn hex(id: &ObjectId) -> String {
     id.to_hex()
 }
 
-/// An integer argument ≥ 0 that must be given.
-fn required_uint(v: &Bound<'_, PyAny>, name: &str) -> PyResult<u64> {
-    match uint_arg(Some(v), name)? {
-        Some(n) => Ok(n),
-        None => Err(type_error(v.py(), &format!("{name} must be an int, not None"))),
-    }
+/// The other store of `export_to` / `import_from`.
+fn other_store<'a, 'py>(obj: &'a Bound<'py, PyAny>, what: &str) -> PyResult<&'a Bound<'py, ObjectStore>> {
+    obj.cast::<ObjectStore>()
+        .map_err(|_| type_error(obj.py(), &format!("{what} must be a bale.ObjectStore, not {}", type_name(obj))))
 }
 
-/// An integer argument ≥ 0; `None` when absent or `None`.
-fn uint_arg(v: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option<u64>> {
-    let Some(v) = v.filter(|v| !v.is_none()) else { return Ok(None) };
-    let py = v.py();
-    let n = v.cast::<PyInt>().map_err(|_| type_error(py, &format!("{name} must be an int, not {}", type_name(v))))?;
-    n.extract::<u64>().map(Some).map_err(|_| {
-        let msg = format!("{name} must be an integer from 0 to 2**64 - 1, not {n}");
-        make_error(py, bale::ErrorKind::InvalidArgument.code(), &msg, None, None)
-    })
-}
-
-/// A chunk size or fanout of the config (`u32`).
-fn u32_arg(v: Option<&Bound<'_, PyAny>>, name: &str, default: u32) -> PyResult<u32> {
-    match (v, uint_arg(v, name)?) {
-        (Some(v), Some(n)) => u32::try_from(n).map_err(|_| {
-            let msg = format!("{name} {n} is out of range");
-            make_error(v.py(), bale::ErrorKind::InvalidArgument.code(), &msg, None, None)
-        }),
-        _ => Ok(default),
-    }
-}
-
-/// A `str` option naming one of a few choices, parsed by the core.
-fn name_arg<T>(v: Option<&Bound<'_, PyAny>>, name: &str, parse: fn(&str) -> bale::Result<T>) -> PyResult<Option<T>> {
-    match v.filter(|v| !v.is_none()) {
-        None => Ok(None),
-        Some(v) => {
-            let s: String = typed(Some(v), name, "a str", String::new())?;
-            parse(&s).map(Some).map_err(|e| to_py(v.py(), e))
-        }
-    }
-}
-
-/// `add_file`'s argument: a path, or a binary file object to stream.
-pub(crate) enum Source {
-    Path(PathBuf),
-    File(Py<PyAny>),
-}
-
-impl Source {
-    pub fn arg(obj: &Bound<'_, PyAny>) -> PyResult<Source> {
-        let py = obj.py();
-        if obj.is_instance_of::<PyString>() || obj.hasattr(pyo3::intern!(py, "__fspath__"))? {
-            return Ok(Source::Path(typed(Some(obj), "path", "a str or os.PathLike", PathBuf::new())?));
-        }
-        if obj.hasattr(pyo3::intern!(py, "read"))? {
-            return Ok(Source::File(obj.clone().unbind()));
-        }
-        let msg =
-            format!("add_file() takes a path or a binary file object, not {}; add bytes with add()", type_name(obj));
-        Err(type_error(py, &msg))
-    }
-}
-
-/// The keyword options of the constructor, as given (`None` when absent).
-struct OpenArgs<'a, 'py> {
-    create: Option<&'a Bound<'py, PyAny>>,
-    readonly: Option<&'a Bound<'py, PyAny>>,
-    single_file: Option<&'a Bound<'py, PyAny>>,
-    hash: Option<&'a Bound<'py, PyAny>>,
-    compression: Option<&'a Bound<'py, PyAny>>,
-    chunk_min: Option<&'a Bound<'py, PyAny>>,
-    chunk_avg: Option<&'a Bound<'py, PyAny>>,
-    chunk_max: Option<&'a Bound<'py, PyAny>>,
-    fanout: Option<&'a Bound<'py, PyAny>>,
-    pack_target: Option<&'a Bound<'py, PyAny>>,
-    repair: Option<&'a Bound<'py, PyAny>>,
-}
-
-impl OpenArgs<'_, '_> {
-    fn options(&self) -> PyResult<ObjectOptions> {
-        let d = Config::default();
-        let config = Config {
-            hash: name_arg(self.hash, "hash", HashKind::from_name)?.unwrap_or(d.hash),
-            compression: name_arg(self.compression, "compression", Compression::from_name)?.unwrap_or(d.compression),
-            chunk_min: u32_arg(self.chunk_min, "chunk_min", d.chunk_min)?,
-            chunk_avg: u32_arg(self.chunk_avg, "chunk_avg", d.chunk_avg)?,
-            chunk_max: u32_arg(self.chunk_max, "chunk_max", d.chunk_max)?,
-            fanout: u32_arg(self.fanout, "fanout", d.fanout)?,
-            pack_target: uint_arg(self.pack_target, "pack_target")?.unwrap_or(d.pack_target),
-            ..d
-        };
-        let flag = |v: Option<&Bound<'_, PyAny>>, name: &str| typed(v, name, "a bool", false);
-        Ok(ObjectOptions {
-            create: flag(self.create, "create")?,
-            readonly: flag(self.readonly, "readonly")?,
-            single_file: flag(self.single_file, "single_file")?,
-            repair: flag(self.repair, "repair")?,
-            config,
-            ..ObjectOptions::default()
-        })
-    }
+/// Copies `ids` (ids of `src`; every object when `None`) from `src` into
+/// `dest`, both handles held open for the call.
+fn transfer(
+    py: Python<'_>,
+    src: &ObjectStore,
+    dest: &ObjectStore,
+    ids: Option<&Bound<'_, PyAny>>,
+    what: &str,
+) -> PyResult<TransferReport> {
+    let ids = ids.filter(|i| !i.is_none()).map(|i| src.ids_arg(i, what)).transpose()?;
+    let (from, to) = (src.call(py)?, dest.call(py)?);
+    let (from, to) = (&from.store, &to.store);
+    py.detach(|| from.export_to(to, ids.as_deref(), &mut |_, _| {})).py(py).map(TransferReport)
 }
 
 #[pymethods]
@@ -511,9 +420,74 @@ impl ObjectStore {
     /// Starts a batch: `with store.batch() as b:` commits every `b.add`
     /// when the block succeeds and discards them when it raises. In a
     /// single-file store a batch holds the store's writer lock until it
-    /// ends, so other adds wait for it.
-    fn batch(slf: &Bound<'_, Self>) -> PyResult<ObjectBatch> {
-        ObjectBatch::start(slf)
+    /// ends, so other adds wait for it. With `packed=True` (bulk loads) a
+    /// directory store's batch writes straight into packs and holds the
+    /// packer lock until it ends (`pack()` elsewhere raises `LockedError`);
+    /// when another process holds that lock it is a plain batch.
+    #[pyo3(signature = (*, packed=false))]
+    fn batch(slf: &Bound<'_, Self>, packed: bool) -> PyResult<ObjectBatch> {
+        ObjectBatch::start(slf, packed)
+    }
+
+    /// Adds every regular file below the directory `root`. With `paths` (a
+    /// `bale.Tree`), each file's path relative to `root` (`/`-separated
+    /// bytes) is stored there with the raw bytes of its id, committed after
+    /// the objects. Links and special files are refused
+    /// (`InvalidArgumentError`, before anything of them is read) unless
+    /// `skip_links=True` leaves them out and lists them in the report.
+    #[pyo3(signature = (root, *, paths=None, skip_links=false))]
+    fn add_tree(
+        &self,
+        py: Python<'_>,
+        root: &Bound<'_, PyAny>,
+        paths: Option<&Bound<'_, PyAny>>,
+        skip_links: bool,
+    ) -> PyResult<AddTreeReport> {
+        let root: PathBuf = typed(Some(root), "root", "a str or os.PathLike", PathBuf::new())?;
+        let paths = match paths.filter(|p| !p.is_none()) {
+            None => None,
+            Some(p) => {
+                let tree = p
+                    .cast::<Tree>()
+                    .map_err(|_| type_error(py, &format!("paths must be a bale.Tree or None, not {}", type_name(p))))?;
+                Some(tree.get().store(py)?)
+            }
+        };
+        let links = if skip_links { LinkPolicy::Skip } else { LinkPolicy::Refuse };
+        let opts = AddTreeOptions { links };
+        self.run(py, |s| s.add_tree(&root, &opts, paths.as_ref(), &mut |_, _| {})).map(AddTreeReport)
+    }
+
+    /// Copies objects into `dest` (another `ObjectStore` with the same
+    /// hash): `ids`, or every object. Only what `dest` lacks is copied,
+    /// each object verified against its id on the way.
+    #[pyo3(signature = (dest, ids=None))]
+    fn export_to(
+        &self,
+        py: Python<'_>,
+        dest: &Bound<'_, PyAny>,
+        ids: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<TransferReport> {
+        transfer(py, self, other_store(dest, "dest")?.get(), ids, "export_to")
+    }
+
+    /// Copies objects from `src` (another `ObjectStore` with the same
+    /// hash) into this store: `ids`, or every object; as `export_to`.
+    #[pyo3(signature = (src, ids=None))]
+    fn import_from(
+        &self,
+        py: Python<'_>,
+        src: &Bound<'_, PyAny>,
+        ids: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<TransferReport> {
+        transfer(py, other_store(src, "src")?.get(), self, ids, "import_from")
+    }
+
+    /// Packs what no writer holds, removes what interrupted operations
+    /// left, and compacts the index (a single-file store only drops
+    /// unreachable chunks). Needs the store to itself, as `delete` does.
+    fn clean(&self, py: Python<'_>) -> PyResult<CleanReport> {
+        self.run(py, |s| s.clean()).map(CleanReport)
     }
 
     /// The content of `id` (a `NotFoundError`, also a `KeyError`, when it

@@ -22,9 +22,9 @@ pub(crate) struct Owned {
 }
 
 impl Owned {
-    fn new(store: core::ObjectStore) -> bale::Result<Owned> {
+    fn new(store: core::ObjectStore, packed: bool) -> bale::Result<Owned> {
         let store = Arc::new(store);
-        let batch = store.batch()?;
+        let batch = if packed { store.batch_packed()? } else { store.batch()? };
         // SAFETY: the batch borrows the handle inside the Arc, which stays
         // at its address while `_store` lives; `Owned` drops the batch
         // first, and hands it out only for the length of a borrow of itself.
@@ -84,11 +84,11 @@ pub struct ObjectBatch {
 }
 
 impl ObjectBatch {
-    pub(crate) fn start(store: &Bound<'_, ObjectStore>) -> PyResult<ObjectBatch> {
+    pub(crate) fn start(store: &Bound<'_, ObjectStore>, packed: bool) -> PyResult<ObjectBatch> {
         let py = store.py();
         let call = store.get().call(py)?;
         let s = call.store.clone();
-        let owned = py.detach(move || Owned::new(s)).py(py)?;
+        let owned = py.detach(move || Owned::new(s, packed)).py(py)?;
         let slot = Arc::new(Mutex::new(Some(ForkSafe::new(owned))));
         // Registered during the call, so that a `close` waiting for it sees
         // the batch.

@@ -114,3 +114,35 @@ report!(
         self.0.problems.clone()
     }
 );
+
+report!(
+    /// `add_tree()`: regular files added and their bytes, directories
+    /// walked, and the links and special files left out.
+    AddTreeReport(core::AddTreeReport) { files: u64, bytes: u64, dirs: u64 }
+    shown: [] fields ["skipped"];
+
+    /// Relative paths of the links and special files left out.
+    #[getter]
+    fn skipped(&self) -> Vec<String> {
+        self.0.skipped.clone()
+    }
+);
+
+report!(
+    /// `export_to()` / `import_from()`: objects copied and their content
+    /// bytes, and objects the destination had already.
+    TransferReport(core::TransferReport) { objects_copied: u64, bytes_copied: u64, objects_present: u64 }
+    shown: [] fields [];
+);
+
+report!(
+    /// `clean()`: files removed and bytes freed, and the index's size
+    /// before and after its compaction.
+    CleanReport(core::CleanReport) {
+        files_removed: u64,
+        bytes_freed: u64,
+        index_bytes_before: u64,
+        index_bytes_after: u64,
+    }
+    shown: [] fields [];
+);
