@@ -4,17 +4,16 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::io::Read;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLockReadGuard};
 
 use super::chunk_list::{ListEntry, MAX_LEVEL, encode_list};
 use super::chunker::{Chunker, HashPipe, Piece};
-use super::dir::{DirLock, LockMode};
 use super::entry::{Area, Entry, FLAG_MEMBER, FLAG_OBJECT, Location, PackInfo, entry_key, pack_key, record_key};
 use super::hash::ObjectId;
 use super::pack_writer::{PackWriter, pack_infos};
 use super::record::{RecordKind, encode_parts};
 use super::staging::Staging;
-use super::store::{LOCK_PACKER, ObjectStore, guard};
+use super::store::{ObjectStore, PackerRole, guard};
 use crate::btree::{ReadOps, ReadTxn, WriteTxn};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -40,17 +39,8 @@ enum Pending {
 enum Target<'a> {
     /// This handle's staging file (shared by its batches).
     Staging(Option<Arc<Mutex<Staging>>>),
-    /// Straight into packs, holding the packer lock for the batch's life.
-    Pack { writer: Box<PackWriter>, _lock: PackerLock<'a> },
-}
-
-/// The packer lock, released when dropped.
-struct PackerLock<'a>(&'a dyn DirLock);
-
-impl Drop for PackerLock<'_> {
-    fn drop(&mut self) {
-        let _ = self.0.set(LOCK_PACKER, LockMode::Unlocked, false);
-    }
+    /// Straight into packs, holding the packer role for the batch's life.
+    Pack { writer: Box<PackWriter>, _role: PackerRole<'a> },
 }
 
 enum Sink<'a> {
@@ -69,6 +59,8 @@ enum Sink<'a> {
 /// discards it (its records become garbage the packer drops).
 pub struct Batch<'a> {
     store: &'a ObjectStore,
+    /// Keeps maintenance of this handle out while the batch is open.
+    _user: RwLockReadGuard<'a, ()>,
     sink: Sink<'a>,
     scratch: Vec<u8>,
     bytes: u64,
@@ -80,11 +72,21 @@ impl ObjectStore {
     /// writer lock until it ends.
     pub fn batch(&self) -> Result<Batch<'_>> {
         self.check_writable()?;
+        let user = match self.inner.users.try_read() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                return Err(Error::new(
+                    ErrorKind::Locked,
+                    "a maintenance operation of this handle is running (in another thread); retry when it ends",
+                ));
+            }
+        };
         let sink = match self.inner.dir {
             Some(_) => Sink::Dir { target: Target::Staging(None), pending: HashMap::new(), snap: None },
             None => Sink::Tree(Box::new(self.inner.index.write()?)),
         };
-        Ok(Batch { store: self, sink, scratch: Vec::new(), bytes: 0, objects: 0 })
+        Ok(Batch { store: self, _user: user, sink, scratch: Vec::new(), bytes: 0, objects: 0 })
     }
 
     /// Starts a batch that writes straight into packs (no staging copy,
@@ -93,15 +95,14 @@ impl ObjectStore {
     /// bulk-adding), or in a single-file store, this is a plain batch.
     pub fn batch_packed(&self) -> Result<Batch<'_>> {
         let mut b = self.batch()?;
-        let Some(lock) = self.inner.lock.as_deref() else { return Ok(b) };
-        if self.inner.dir.is_none() || !lock.set(LOCK_PACKER, LockMode::Exclusive, false)? {
+        if self.inner.dir.is_none() {
             return Ok(b);
         }
-        let held = PackerLock(lock);
+        let Some(role) = self.take_packer()? else { return Ok(b) };
         let packs = pack_infos(&self.inner.index.read()?)?;
         let writer = PackWriter::open(self, &packs, &mut Vec::new())?;
         if let Sink::Dir { target, .. } = &mut b.sink {
-            *target = Target::Pack { writer: Box::new(writer), _lock: held };
+            *target = Target::Pack { writer: Box::new(writer), _role: role };
         }
         Ok(b)
     }

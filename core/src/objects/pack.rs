@@ -5,13 +5,13 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::config::Compression;
-use super::dir::{Dir, LockMode};
+use super::dir::Dir;
 use super::entry::{Area, Entry, Location, PackInfo, entry_key, pack_key};
 use super::hash::ObjectId;
 use super::pack_writer::{PackWriter, pack_infos};
 use super::record::{RECORD_HEADER_LEN, RecordHeader, encode_record};
 use super::staging::{PACK_DATA_START, check_pack_header};
-use super::store::{LOCK_PACKER, ObjectStore, PACKS_DIR, STAGING_DIR, file_name, guard};
+use super::store::{ObjectStore, PACKS_DIR, STAGING_DIR, file_name, guard};
 use crate::btree::{ReadOps, ReadTxn};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::checksum::checksum;
@@ -73,16 +73,16 @@ impl ObjectStore {
     pub fn pack_with(&self, progress: Progress<'_>) -> Result<PackReport> {
         self.check_writable()?;
         let dir = self.dir()?.clone();
-        let lock = self.inner.lock.as_ref().ok_or_else(|| Error::invalid("pack needs a writable store"))?;
-        if !lock.set(LOCK_PACKER, LockMode::Exclusive, false)? {
-            return Err(Error::new(ErrorKind::Locked, "another process is packing this store; retry later"));
-        }
+        let Some(_role) = self.take_packer()? else {
+            return Err(Error::new(
+                ErrorKind::Locked,
+                "the store is being packed (or bulk-added) elsewhere; retry later",
+            ));
+        };
         // This handle's own staging file is sealed so that it is packed too
         // (a batch still writing to it keeps it locked until it ends).
         guard(&self.inner.staging).take();
-        let r = self.pack_locked(&*dir, progress);
-        let _ = lock.set(LOCK_PACKER, LockMode::Unlocked, false);
-        r
+        self.pack_locked(&*dir, progress)
     }
 
     fn pack_locked(&self, dir: &dyn Dir, progress: Progress<'_>) -> Result<PackReport> {
@@ -215,16 +215,13 @@ impl ObjectStore {
     pub fn repack(&self, compression: Option<Compression>, progress: Progress<'_>) -> Result<PackReport> {
         self.exclusive(|| {
             let Some(dir) = self.inner.dir.clone() else { return self.repack_single_file(compression) };
-            let lock = self.inner.lock.as_ref().ok_or_else(|| Error::invalid("repack needs a writable store"))?;
-            if !lock.set(LOCK_PACKER, LockMode::Exclusive, false)? {
-                return Err(Error::new(ErrorKind::Locked, "another process is packing this store; retry later"));
-            }
-            let r = match compression {
+            let Some(_role) = self.take_packer()? else {
+                return Err(Error::new(ErrorKind::Locked, "the store is being packed elsewhere; retry later"));
+            };
+            match compression {
                 Some(c) => self.set_compression(c).and_then(|_| self.repack_locked(&*dir, compression, progress)),
                 None => self.repack_locked(&*dir, compression, progress),
-            };
-            let _ = lock.set(LOCK_PACKER, LockMode::Unlocked, false);
-            r
+            }
         })
     }
 

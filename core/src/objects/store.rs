@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use super::config::{CONFIG_LEN, Compression, Config, OBJECTS_VERSION, wrong_kind};
 use super::dir::{Dir, DirLock, LockMode};
@@ -68,6 +68,28 @@ pub(crate) struct Inner {
     closed: AtomicBool,
     /// The next staging number, when numbers are not random.
     pub staging_seed: Option<AtomicU64>,
+    /// Held shared by each batch of this handle, exclusive by maintenance:
+    /// the file locks only keep other handles apart, not this handle's
+    /// threads.
+    pub users: RwLock<()>,
+    /// Set while a thread of this handle holds the packer role.
+    packing: AtomicBool,
+}
+
+/// The packer role, held by one thread of one handle at a time (the
+/// packer lock keeps other handles and processes out, the flag this
+/// handle's other threads); released when dropped.
+pub(crate) struct PackerRole<'a> {
+    inner: &'a Inner,
+}
+
+impl Drop for PackerRole<'_> {
+    fn drop(&mut self) {
+        if let Some(l) = &self.inner.lock {
+            let _ = l.set(LOCK_PACKER, LockMode::Unlocked, false);
+        }
+        self.inner.packing.store(false, Ordering::SeqCst);
+    }
 }
 
 /// A content-addressed object store. Cloning gives another reference to
@@ -211,6 +233,8 @@ impl ObjectStore {
                 files: Mutex::new(HashMap::new()),
                 closed: AtomicBool::new(false),
                 staging_seed: None,
+                users: RwLock::new(()),
+                packing: AtomicBool::new(false),
             }),
         }
     }
@@ -309,6 +333,16 @@ impl ObjectStore {
     /// for writing.
     pub(crate) fn exclusive<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
         self.check_writable()?;
+        let _own = match self.inner.users.try_write() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                return Err(Error::new(
+                    ErrorKind::Locked,
+                    "a batch of this handle is still open (in another thread); end it and retry",
+                ));
+            }
+        };
         let Some(lock) = &self.inner.lock else {
             // A single-file store: the tree store's writer lock serializes.
             return f();
@@ -327,6 +361,22 @@ impl ObjectStore {
         let v = r?;
         back?;
         Ok(v)
+    }
+
+    /// Takes the packer role: `None` when another thread of this handle,
+    /// or another handle or process, has it.
+    pub(crate) fn take_packer(&self) -> Result<Option<PackerRole<'_>>> {
+        let Some(lock) = &self.inner.lock else { return Ok(None) };
+        if self.inner.packing.swap(true, Ordering::SeqCst) {
+            return Ok(None);
+        }
+        match lock.set(LOCK_PACKER, LockMode::Exclusive, false) {
+            Ok(true) => Ok(Some(PackerRole { inner: &self.inner })),
+            other => {
+                self.inner.packing.store(false, Ordering::SeqCst);
+                other.map(|_| None)
+            }
+        }
     }
 
     /// The file holding records of `area` number `n`, opened once per handle.
