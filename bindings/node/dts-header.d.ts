@@ -373,3 +373,67 @@ export interface ValueRange<V = Buffer> extends Iterable<V>, AsyncIterable<V> {
   /** Ends the range and releases its snapshot. */
   close(): void
 }
+
+/** The hash an object store names its objects with (fixed at creation). */
+export type HashName = 'blake3' | 'sha256' | 'sha1'
+/**
+ * Whether new records are LZ4-compressed: `'auto'` when a probe says it
+ * pays, `'always'`, or `'never'` (kept only when smaller, in any case).
+ */
+export type CompressionPolicy = 'auto' | 'never' | 'always'
+/**
+ * An object id as calls take it: hex (either case; 64 digits, 40 for
+ * sha1) or the id's raw bytes. Calls return ids as lower-case hex.
+ */
+export type ObjectIdLike = string | Buffer | Uint8Array
+
+/**
+ * How to open an object store; every field is optional, and `undefined` or
+ * `null` keep the default. Any other name is refused with
+ * `INVALID_ARGUMENT`. The store parameters (`hash` to `fanout`) apply to a
+ * new store; an existing one keeps its own (see `config`).
+ */
+export interface ObjectStoreOptions {
+  /** Create the store when it does not exist (default false). */
+  create?: boolean | null
+  /** Open for reading only: no locks are taken, writes fail with `INVALID_ARGUMENT`. */
+  readonly?: boolean | null
+  /** A new store is one tree-store file instead of a directory (default false). */
+  singleFile?: boolean | null
+  /** Default 'blake3'; 'sha256' gives disk-objectstore's ids. */
+  hash?: HashName | null
+  /** Default 'auto'. */
+  compression?: CompressionPolicy | null
+  /** FastCDC chunk sizes in bytes (even; 64 ≤ min ≤ 1 MiB, 256 ≤ avg ≤ 4 MiB, 1 KiB ≤ max ≤ 16 MiB; default 16/64/256 KiB). Objects up to `chunkMax` are stored whole. */
+  chunkMin?: number | null
+  chunkAvg?: number | null
+  chunkMax?: number | null
+  /** A pack is closed and the next one started past this size (1 MiB to 1 TiB, default 1 GiB). */
+  packTarget?: number | null
+  /** Most entries in one chunk list (16 to 65536, default 4096). */
+  fanout?: number | null
+  /** Open even when the index is missing or damaged, to run `rebuildIndex`. */
+  repair?: boolean | null
+}
+
+export interface GetObjectOptions {
+  /** Hash the content and compare it with the id (`CHECKSUM_MISMATCH`). */
+  verify?: boolean | null
+}
+
+export interface RepackOptions {
+  /** Rewrite every pack with this policy, which becomes the store's. */
+  compression?: CompressionPolicy | null
+}
+
+export interface ValidateOptions {
+  /** Check only the objects whose id falls in this percentage (0 to 100, default 100). */
+  sample?: number | null
+}
+
+export interface AddTreeOptions {
+  /** A Tree, or the path of a tree store (created if missing), to record each file's relative path → id in. */
+  paths?: Tree<any, any> | string | null
+  /** Links and special files: `'refuse'` (default, `INVALID_ARGUMENT`) or `'skip'` (listed in the report). */
+  links?: 'refuse' | 'skip' | null
+}

@@ -2,9 +2,10 @@
 // Entry point of the package: the native classes from `binding.js` (the
 // loader `napi build` generates next to the .node file) with the parts that
 // belong on the JS side: encodings, the reads and writes that take them,
-// the iterator protocols over the native batch calls, and Node streams for
-// large values. Their types are in dts-header.d.ts, which `napi build` puts
-// at the top of the generated index.d.ts.
+// the iterator protocols over the native batch calls, Node streams for
+// large values, and the object store's JS side. Their types are in
+// dts-header.d.ts, which `napi build` puts at the top of the generated
+// index.d.ts.
 
 const binding = require('./binding.js')
 const { guardReceivers } = require('./lib/args.js')
@@ -13,8 +14,10 @@ const { addReads } = require('./lib/reads.js')
 const { addWrites } = require('./lib/writes.js')
 const { addStreams } = require('./lib/streams.js')
 const { addBatches, ChainedBatch } = require('./lib/batch.js')
+const { addObjects } = require('./lib/objects.js')
 
-const { Tree, Range, Txn, ValueReader, errorCodes, errorForCode, formatVersion, __napiBindingTarget } = binding
+const { Tree, Range, Txn, ValueReader, ObjectStore, errorCodes, errorForCode, formatVersion, __napiBindingTarget } =
+  binding
 
 // The native methods first, so that the JS methods below call guarded ones
 // (the hot calls are plain Node-API callbacks that check their handle).
@@ -29,6 +32,8 @@ guardReceivers(Range)
 addWrites(fast)
 addStreams()
 addBatches()
+// The object store is built on Unix only (the core opens it there).
+if (ObjectStore !== undefined) addObjects()
 
 // Drops this turn's snapshot: the next read sees the newest commit.
 Tree.prototype.refresh = function refresh() {
@@ -53,6 +58,7 @@ module.exports = {
   Txn,
   ChainedBatch,
   ValueReader,
+  ObjectStore,
   errorCodes,
   errorForCode,
   formatVersion,

@@ -48,7 +48,8 @@ function guardReceivers(C, async = []) {
   for (const name of Object.getOwnPropertyNames(proto)) {
     const f = Object.getOwnPropertyDescriptor(proto, name).value
     if (typeof f !== 'function' || name === 'constructor' || name.startsWith('_')) continue
-    const wrong = () => invalid(`${C.name}.${name} must be called on a ${C.name}`)
+    const article = /^[AEIOU]/.test(C.name) ? 'an' : 'a'
+    const wrong = () => invalid(`${C.name}.${name} must be called on ${article} ${C.name}`)
     const guarded = async.includes(name)
       ? function (...args) {
           return this instanceof C ? f.apply(this, args) : Promise.reject(wrong())

@@ -9,12 +9,24 @@
 //! `convert`, `js` and `fast` (the hottest writes as plain Node-API
 //! callbacks) for the boundary itself. `index.js` adds the iterator
 //! protocols, encodings and the Node streams.
+//!
+//! The object store (`bale::objects`) is `objects` (the `ObjectStore`
+//! class), with `object_args` (its arguments), `object_reports` (what its
+//! calls return) and `object_work` (its handle state and pool task).
 
 mod batch;
 mod convert;
 mod error;
 mod fast;
 mod js;
+#[cfg(unix)]
+mod object_args;
+#[cfg(unix)]
+mod object_reports;
+#[cfg(unix)]
+mod object_work;
+#[cfg(unix)]
+mod objects;
 mod range;
 mod reader;
 mod store;
@@ -25,6 +37,8 @@ use napi_derive::napi;
 
 pub use error::{error_codes, error_for_code};
 pub use fast::fast_paths;
+#[cfg(unix)]
+pub use objects::Objects;
 pub use range::Range;
 pub use reader::reads_of;
 pub use store::{CheckReport, CompactReport, Tree};
