@@ -437,3 +437,33 @@ export interface AddTreeOptions {
   /** Links and special files: `'refuse'` (default, `INVALID_ARGUMENT`) or `'skip'` (listed in the report). */
   links?: 'refuse' | 'skip' | null
 }
+
+export interface ObjectReadStreamOptions {
+  /** First byte to read (default 0). */
+  start?: number | null
+  /** Last byte to read, inclusive (default: the end of the object). */
+  end?: number | null
+  /** Bytes per read (default 1 MiB). */
+  highWaterMark?: number | null
+  /** Hash each chunk read and compare it with its id (`CHECKSUM_MISMATCH`). */
+  verify?: boolean | null
+}
+
+/** What `addStream` reads: a Readable, or any iterable or async iterable of chunks. */
+export type ObjectSource = AsyncIterable<Value> | Iterable<Value>
+
+/** The calls index.js puts on `ObjectStore`. */
+export interface ObjectStore {
+  /**
+   * Adds everything `source` yields as one object; resolves to its id once
+   * durable. The source is read no faster than the store takes it, in
+   * bounded memory; an error of the source rejects with that error and
+   * keeps nothing of the object.
+   */
+  addStream(source: ObjectSource): Promise<string>
+  /**
+   * The object's content as a stream, read chunk by chunk on the thread
+   * pool; errors with `NOT_FOUND` when the object is missing.
+   */
+  createReadStream(id: ObjectIdLike, options?: ObjectReadStreamOptions | null): Readable
+}

@@ -3,7 +3,7 @@
 // loader `napi build` generates next to the .node file) with the parts that
 // belong on the JS side: encodings, the reads and writes that take them,
 // the iterator protocols over the native batch calls, Node streams for
-// large values, and the object store's JS side. Their types are in
+// large values, and the object store's stream calls. Their types are in
 // dts-header.d.ts, which `napi build` puts at the top of the generated
 // index.d.ts.
 

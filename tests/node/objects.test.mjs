@@ -1,6 +1,6 @@
 // The object store (ObjectStore): every call in its Promise and *Sync
-// forms, single-file stores, maintenance and its locks, errors and their
-// codes, workers and a second process.
+// forms, streams in and out, single-file stores, maintenance and its
+// locks, errors and their codes, workers and a second process.
 import { test, describe } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
@@ -9,6 +9,8 @@ import crypto from 'node:crypto'
 import { fork } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
+import { Readable, Writable, PassThrough } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
 import { ObjectStore, Tree } from '../../bindings/node/index.js'
 import { tmpDir, nextTurn } from './helpers/tmp.mjs'
 import { pattern, content, SMALL_CHUNKS } from './helpers/objects-data.mjs'
@@ -23,6 +25,20 @@ const code = (c) => (e) => {
   assert.equal(e.code, c, e.message)
   return true
 }
+const collect = async (readable) => {
+  const parts = []
+  for await (const c of readable) parts.push(c)
+  return Buffer.concat(parts)
+}
+// A Writable that takes each chunk one event-loop turn later.
+const slowSink = (parts) =>
+  new Writable({
+    highWaterMark: 1024,
+    write(chunk, _enc, cb) {
+      parts.push(chunk)
+      setImmediate(cb)
+    },
+  })
 // A call in both forms: `[name, name + 'Sync']`, for the tests that run each.
 const FORMS = [
   ['async', async (s, name, ...a) => s[name](...a)],
@@ -137,6 +153,9 @@ describe('open and close', () => {
     await assert.rejects(s.get(id), code('CLOSED'))
     await assert.rejects(s.has(id), code('CLOSED'))
     await assert.rejects(s.add('y'), code('CLOSED'))
+    await assert.rejects(s.addStream(['y']), code('CLOSED'))
+    const rs = s.createReadStream(id)
+    await assert.rejects(collect(rs), code('CLOSED'))
   })
 
   test('close() while calls run: they complete, then the locks go', async () => {
@@ -235,6 +254,231 @@ describe('adding and reading, in both forms', () => {
     assert.equal(id, expected)
     assert.equal(sha256(s.getSync(id, { verify: true })), expected)
     s.close()
+  })
+})
+
+describe('streams', () => {
+  test('a multi-MB object streamed in and out through pipeline()', async () => {
+    const s = fresh({ hash: 'sha256' })
+    const data = pattern(6 << 20, 11)
+    const file = path.join(dir, `in-${++n}`)
+    fs.writeFileSync(file, data)
+    // fs.createReadStream needs the thread pool itself: the stream's batch
+    // must not hold a pool thread while it waits for chunks.
+    const id = await pipeline(fs.createReadStream(file, { highWaterMark: 64 * 1024 }), (src) => s.addStream(src))
+    assert.equal(id, sha256(data))
+    const m = s.metaSync(id)
+    assert.equal(m.size, data.length)
+    assert.ok(m.chunked)
+    assert.ok(s.statsSync().chunks > 3000, 'thousands of chunks, several list levels')
+    const out = path.join(dir, `out-${++n}`)
+    await pipeline(s.createReadStream(id, { highWaterMark: 256 * 1024 }), fs.createWriteStream(out))
+    assert.equal(sha256(fs.readFileSync(out)), id)
+    // Through a transform on the way in.
+    const upper = await pipeline(
+      Readable.from([Buffer.from('abc'), Buffer.from('def')]),
+      new PassThrough(),
+      (src) => s.addStream(src),
+    )
+    assert.equal(s.getSync(upper).toString(), 'abcdef')
+    s.close()
+  })
+
+  test('createReadStream start/end ranges, highWaterMark and verify', async () => {
+    const s = fresh()
+    const data = pattern(1 << 20, 12)
+    const id = s.addSync(data)
+    const ranges = [
+      [0, 0],
+      [0, 99],
+      [1000, 1023],
+      [4095, 4097],
+      [123_456, 654_321],
+      [data.length - 10, data.length - 1],
+      [data.length - 10, data.length + 1000],
+      [500_000, undefined],
+      [undefined, 70_000],
+    ]
+    for (const [start, end] of ranges) {
+      const got = await collect(s.createReadStream(id, { start, end, highWaterMark: 7000 }))
+      const want = data.subarray(start ?? 0, end === undefined ? data.length : end + 1)
+      assert.ok(got.equals(want), `range ${start}..${end}`)
+    }
+    assert.equal((await collect(s.createReadStream(id, { start: 10, end: 5 }))).length, 0)
+    assert.equal((await collect(s.createReadStream(id, { start: data.length + 5 }))).length, 0)
+    assert.ok((await collect(s.createReadStream(Buffer.from(id, 'hex'), { verify: true }))).equals(data))
+    const empty = s.addSync('')
+    assert.equal((await collect(s.createReadStream(empty))).length, 0)
+    s.close()
+  })
+
+  test('createReadStream: backpressure holds reads to about one highWaterMark', async () => {
+    const s = fresh()
+    const data = pattern(2 << 20, 13)
+    const id = s.addSync(data)
+    const hwm = 16 * 1024
+    const rs = s.createReadStream(id, { highWaterMark: hwm })
+    let most = 0
+    rs.on('data', () => {
+      most = Math.max(most, rs.readableLength)
+    })
+    const parts = []
+    await pipeline(rs, slowSink(parts))
+    assert.ok(Buffer.concat(parts).equals(data))
+    // The consumer is far slower than the reads: without backpressure the
+    // whole object would be buffered.
+    assert.ok(most <= 2 * hwm, `buffered ${most} bytes`)
+    s.close()
+  })
+
+  test('addStream reads its source only as fast as the store takes it', async () => {
+    // The source re-yields one 1 MiB Buffer, changed between yields (each
+    // write copies it first), much faster than the store can chunk, hash
+    // and write it: if chunks were queued without bound, the process
+    // would grow by most of the 192 MiB.
+    const s = fresh({ hash: 'sha256', chunkMin: 16 << 10, chunkAvg: 64 << 10, chunkMax: 256 << 10, compression: 'never' })
+    const total = 192
+    const block = pattern(1 << 20, 14)
+    const step = (b, i) => b.writeUInt32LE(i, (i * 4096) % b.length)
+    const before = process.memoryUsage.rss()
+    let peak = before
+    async function* source() {
+      for (let i = 0; i < total; i++) {
+        step(block, i)
+        peak = Math.max(peak, process.memoryUsage.rss())
+        yield block
+      }
+    }
+    const id = await s.addStream(source())
+    assert.ok(peak - before < 64 << 20, `grew by ${(peak - before) >> 20} MiB`)
+    // The same bytes again, for the id.
+    const replay = pattern(1 << 20, 14)
+    const hash = crypto.createHash('sha256')
+    for (let i = 0; i < total; i++) {
+      step(replay, i)
+      hash.update(replay)
+    }
+    assert.equal(id, hash.digest('hex'))
+    assert.equal(s.metaSync(id).size, total << 20)
+    s.close()
+  })
+
+  test('addStream takes iterables, async generators and string chunks', async () => {
+    const s = fresh({ hash: 'sha256' })
+    const want = sha256('abcdef')
+    assert.equal(await s.addStream(['ab', Buffer.from('cd'), new Uint8Array([101, 102])]), want)
+    assert.equal(
+      await s.addStream(
+        (async function* () {
+          yield 'abc'
+          await nextTurn()
+          yield new TextEncoder().encode('def')
+        })(),
+      ),
+      want,
+    )
+    const r = Readable.from(['abcdef'], { objectMode: false })
+    assert.equal(await s.addStream(r), want)
+    assert.equal(await s.addStream([]), sha256(''))
+    s.close()
+  })
+
+  test('a failing source rejects with its own error and keeps nothing', async () => {
+    const s = fresh()
+    const before = s.statsSync()
+    const boom = new Error('source failed')
+    const src = new Readable({
+      read() {
+        this.destroy(boom)
+      },
+    })
+    src.push(pattern(50_000, 15))
+    await assert.rejects(s.addStream(src), (e) => e === boom)
+    await assert.rejects(
+      s.addStream(
+        (async function* () {
+          yield pattern(30_000, 16)
+          throw boom
+        })(),
+      ),
+      (e) => e === boom,
+    )
+    // A chunk that is not bytes.
+    await assert.rejects(s.addStream(Readable.from([Buffer.from('a'), 42])), code('INVALID_ARGUMENT'))
+    await assert.rejects(s.addStream([{ not: 'bytes' }]), code('INVALID_ARGUMENT'))
+    assert.deepEqual(s.statsSync().objects, before.objects)
+    assert.deepEqual(s.idsSync(), [])
+    // The store is fine afterwards.
+    assert.equal(s.getSync(await s.addStream(['ok'])).toString(), 'ok')
+    s.close()
+  })
+
+  test('stream argument errors', async () => {
+    const s = fresh()
+    const id = s.addSync('x')
+    await assert.rejects(s.addStream('a string'), code('INVALID_ARGUMENT'))
+    await assert.rejects(s.addStream(Buffer.from('bytes')), code('INVALID_ARGUMENT'))
+    await assert.rejects(s.addStream(), code('INVALID_ARGUMENT'))
+    assert.throws(() => s.createReadStream(42), code('INVALID_ARGUMENT'))
+    assert.throws(() => s.createReadStream(id, { start: -1 }), code('INVALID_ARGUMENT'))
+    assert.throws(() => s.createReadStream(id, { verify: 'yes' }), code('INVALID_ARGUMENT'))
+    assert.throws(() => s.createReadStream(id, { encoding: 'utf8' }), code('INVALID_ARGUMENT'))
+    await assert.rejects(collect(s.createReadStream('f'.repeat(64))), code('NOT_FOUND'))
+    await assert.rejects(collect(s.createReadStream('not hex')), code('INVALID_ARGUMENT'))
+    const ro = ObjectStore.open(s.path, { readonly: true })
+    await assert.rejects(ro.addStream(['x']), code('INVALID_ARGUMENT'))
+    ro.close()
+    s.close()
+  })
+
+  test('maintenance of a handle is LOCKED while one of its streams adds', async () => {
+    const s = fresh()
+    const old = s.addSync('old')
+    let release
+    const gate = new Promise((resolve) => (release = resolve))
+    const adding = s.addStream(
+      (async function* () {
+        yield 'first part, '
+        await gate
+        yield 'second part'
+      })(),
+    )
+    assert.throws(() => s.deleteSync(old), code('LOCKED'))
+    await assert.rejects(s.repack(), code('LOCKED'))
+    release()
+    const id = await adding
+    assert.equal(s.getSync(id).toString(), 'first part, second part')
+    assert.equal(s.deleteSync(old), 1)
+    s.close()
+  })
+
+  test('close() during a stream: the stream fails with CLOSED and keeps nothing', async () => {
+    const p = where()
+    const s = ObjectStore.open(p, { create: true, ...SMALL_CHUNKS })
+    const data = pattern(1 << 20, 17)
+    const id = s.addSync(data)
+    let yielded = 0
+    const adding = s.addStream(
+      (async function* () {
+        for (;;) {
+          yielded++
+          if (yielded === 3) s.close()
+          yield pattern(10_000, yielded)
+          await nextTurn()
+        }
+      })(),
+    )
+    await assert.rejects(adding, code('CLOSED'))
+    // A read stream of a closed store errors.
+    const s2 = ObjectStore.open(p)
+    const rs = s2.createReadStream(id, { highWaterMark: 4096 })
+    const first = await new Promise((resolve) => rs.once('data', resolve))
+    assert.ok(first.length > 0)
+    s2.close()
+    await assert.rejects(collect(rs), code('CLOSED'))
+    const check = ObjectStore.open(p)
+    assert.deepEqual(check.idsSync(), [id])
+    check.close()
   })
 })
 
@@ -429,10 +673,10 @@ describe('single-file stores', () => {
     assert.equal(s.singleFile, true)
     assert.ok(fs.statSync(file).isFile())
     const data = pattern(2 << 20, 31)
-    const id = await s.add(data)
+    const id = await s.addStream(Readable.from([data.subarray(0, 1 << 20), data.subarray(1 << 20)]))
     assert.equal(id, sha256(data))
     assert.deepEqual(await s.get(id, { verify: true }), data)
-    assert.deepEqual(await s.getRange(id, 5, 100_000), data.subarray(5, 100_005))
+    assert.ok((await collect(s.createReadStream(id, { start: 5, end: 100_004 }))).equals(data.subarray(5, 100_005)))
     const small = s.addSync('small')
     assert.deepEqual(await s.hasMany([id, small]), [true, true])
     assert.equal((await s.meta(small)).packed, true)
@@ -443,12 +687,32 @@ describe('single-file stores', () => {
     assert.equal(await s.delete(small), 1)
     await s.clean()
     assert.deepEqual(s.idsSync(), [id])
+    // No temporary file of the stream is left beside the store.
+    assert.deepEqual(fs.readdirSync(path.dirname(file)).filter((f) => f.endsWith('.bale-tmp')), [])
     s.close()
     // Opened by its path, it is a single-file store again.
     const again = ObjectStore.open(file)
     assert.equal(again.singleFile, true)
     assert.deepEqual(again.getSync(id), data)
     again.close()
+  })
+
+  test('a failing source leaves no temporary file and no object', async () => {
+    const file = path.join(dir, `single-${++n}.bale`)
+    const s = ObjectStore.open(file, { create: true, singleFile: true })
+    const boom = new Error('source failed')
+    await assert.rejects(
+      s.addStream(
+        (async function* () {
+          yield 'partial'
+          throw boom
+        })(),
+      ),
+      (e) => e === boom,
+    )
+    assert.deepEqual(s.idsSync(), [])
+    assert.deepEqual(fs.readdirSync(path.dirname(file)).filter((f) => f.endsWith('.bale-tmp')), [])
+    s.close()
   })
 
   test('async calls wait for the writer off the main thread', async () => {
@@ -625,9 +889,11 @@ describe('errors', () => {
 
   test('a method called on another object is INVALID_ARGUMENT', async () => {
     const s = fresh()
-    const { getSync, get } = s
+    const { getSync, get, addStream, createReadStream } = s
     assert.throws(() => getSync('0'.repeat(64)), code('INVALID_ARGUMENT'))
     await assert.rejects(get.call({}, '0'.repeat(64)), code('INVALID_ARGUMENT'))
+    await assert.rejects(addStream.call({}, ['x']), code('INVALID_ARGUMENT'))
+    assert.throws(() => createReadStream.call(null, '0'.repeat(64)), code('INVALID_ARGUMENT'))
     s.close()
   })
 })

@@ -1,9 +1,155 @@
 'use strict'
-// The JS side of ObjectStore (objects.rs): the receiver checks, and the
-// refresh of a Tree that `addTree` wrote paths to.
+// The JS side of ObjectStore (objects.rs): `addStream` (a Node Readable, or
+// any iterable of chunks, in), `createReadStream` (a Readable out), the
+// receiver checks, and the refresh of a Tree that `addTree` wrote paths to.
 
-const { ObjectStore, Tree } = require('../binding.js')
-const { guardReceivers } = require('./args.js')
+const fs = require('node:fs')
+const path = require('node:path')
+const crypto = require('node:crypto')
+const { Readable } = require('node:stream')
+const binding = require('../binding.js')
+const { invalid, isBytes, describe, optionsOf, onlyKnown, offsetOption, guardReceivers } = require('./args.js')
+const { ioError } = require('./streams.js')
+
+const { ObjectStore, Tree } = binding
+
+// What addStream reads: a Readable, or any async or sync iterable of
+// chunks (bytes or strings), but not bytes or a string themselves.
+const isSource = (s) =>
+  s !== null &&
+  typeof s === 'object' &&
+  !isBytes(s) &&
+  (typeof s[Symbol.asyncIterator] === 'function' || typeof s[Symbol.iterator] === 'function')
+
+// A chunk as a Buffer over the same memory (strings as UTF-8).
+function chunkBytes(chunk) {
+  if (typeof chunk === 'string') return Buffer.from(chunk)
+  if (chunk instanceof ArrayBuffer) return Buffer.from(chunk)
+  if (ArrayBuffer.isView(chunk)) return Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+  throw invalid(`a chunk of the stream must be bytes or a string, not ${describe(chunk)}`)
+}
+
+async function writeAll(fh, buf) {
+  for (let at = 0; at < buf.length; ) {
+    const { bytesWritten } = await fh.write(buf, at, buf.length - at)
+    at += bytesWritten
+  }
+}
+
+// A single-file store's batch holds the file's writer lock until it
+// commits, so it is never fed from JS: the bytes go to a temporary file
+// beside the store first (not in memory, and not in a tmpfs /tmp), and
+// that file is added on the thread pool. The temporary file is removed in
+// every case.
+async function spoolAndAdd(store, source) {
+  const tmp = path.join(
+    path.dirname(store.path),
+    `.${path.basename(store.path)}.${process.pid}.${crypto.randomBytes(6).toString('hex')}.bale-tmp`,
+  )
+  let fh
+  try {
+    fh = await fs.promises.open(tmp, 'wx', 0o600)
+  } catch (e) {
+    throw ioError(e, 'cannot create the temporary file')
+  }
+  try {
+    try {
+      for await (const chunk of source) {
+        const buf = chunkBytes(chunk)
+        try {
+          await writeAll(fh, buf)
+        } catch (e) {
+          throw ioError(e, 'cannot write the temporary file')
+        }
+      }
+    } finally {
+      await fh.close().catch(() => {})
+    }
+    return await store.addFile(tmp)
+  } finally {
+    await fs.promises.rm(tmp, { force: true })
+  }
+}
+
+// Adds everything `source` yields as one object and resolves to its id
+// once durable. In a directory store the chunks go to a core batch that
+// reads them on a thread of its own; each write is awaited, so the source
+// is read no faster than the batch takes it (backpressure), and memory
+// stays at about a megabyte whatever the object's size. An error of the
+// source rejects with that error, and nothing of the object is kept.
+async function addStream(source) {
+  if (!(this instanceof ObjectStore)) throw invalid('ObjectStore.addStream must be called on an ObjectStore')
+  if (!isSource(source)) {
+    throw invalid(`the source must be a Readable or an (async) iterable of chunks, not ${describe(source)}`)
+  }
+  if (this.singleFile) return spoolAndAdd(this, source)
+  const sink = this._sink()
+  try {
+    for await (const chunk of source) await binding._objectSinkWrite(sink, chunk)
+  } catch (e) {
+    binding._objectSinkAbort(sink)
+    throw e
+  }
+  return binding._objectSinkEnd(sink)
+}
+
+// Reads the object in pieces on the thread pool; memory stays at about
+// one piece (highWaterMark) whatever the object's size. A missing object
+// or a closed store is an 'error' event, as a missing file is for
+// fs.createReadStream; arguments of the wrong type throw.
+function createReadStream(id, options) {
+  if (!(this instanceof ObjectStore)) throw invalid('ObjectStore.createReadStream must be called on an ObjectStore')
+  const store = this
+  const o = optionsOf(options, 'read stream options')
+  onlyKnown(o, ['start', 'end', 'highWaterMark', 'verify'], 'read stream option')
+  const hwm = offsetOption(o.highWaterMark, 'highWaterMark') || 1 << 20
+  const start = offsetOption(o.start, 'start') ?? 0
+  const last = offsetOption(o.end, 'end')
+  const verify = o.verify ?? false
+  if (typeof verify !== 'boolean') throw invalid(`verify must be a boolean, not ${describe(verify)}`)
+  if (typeof id !== 'string' && !isBytes(id)) {
+    throw invalid(`an object id must be a hex string or a Buffer of its bytes, not ${describe(id)}`)
+  }
+  let pieces = null
+  let pos = start
+  let end = 0
+  return new Readable({
+    highWaterMark: hwm,
+    construct(cb) {
+      try {
+        pieces = store._pieces(id, verify)
+        const length = binding._objectPiecesLength(pieces)
+        end = last === undefined ? length : Math.min(last + 1, length)
+        cb()
+      } catch (e) {
+        cb(e)
+      }
+    },
+    read(size) {
+      if (pos >= end) {
+        this.push(null)
+        return
+      }
+      const n = Math.min(Math.max(size, 1), end - pos)
+      binding._objectPiecesRead(pieces, pos, n).then(
+        (buf) => {
+          if (buf.length === 0) {
+            this.push(null)
+            return
+          }
+          pos += buf.length
+          this.push(buf)
+          if (pos >= end) this.push(null)
+        },
+        (err) => this.destroy(err),
+      )
+    },
+    destroy(err, cb) {
+      if (pieces !== null) binding._objectPiecesClose(pieces)
+      cb(err)
+    },
+  })
+}
 
 // A Tree given as addTree's `paths` was written through a handle of its
 // own: its snapshot of this turn is dropped so that its next read sees the
@@ -42,6 +188,8 @@ function addObjects() {
       refreshPaths(options)
     }
   }
+  proto.addStream = addStream
+  proto.createReadStream = createReadStream
 }
 
 module.exports = { addObjects }

@@ -138,4 +138,4 @@ function addStreams() {
   Tree.prototype.writeStream = writeStream
 }
 
-module.exports = { addStreams }
+module.exports = { addStreams, ioError }

@@ -12,7 +12,9 @@
 //!
 //! The object store (`bale::objects`) is `objects` (the `ObjectStore`
 //! class), with `object_args` (its arguments), `object_reports` (what its
-//! calls return) and `object_work` (its handle state and pool task).
+//! calls return), `object_work` (its handle state and pool task) and
+//! `object_streams` (streams in and out); lib/objects.js adds the stream
+//! calls.
 
 mod batch;
 mod convert;
@@ -23,6 +25,8 @@ mod js;
 mod object_args;
 #[cfg(unix)]
 mod object_reports;
+#[cfg(unix)]
+mod object_streams;
 #[cfg(unix)]
 mod object_work;
 #[cfg(unix)]
@@ -37,6 +41,8 @@ use napi_derive::napi;
 
 pub use error::{error_codes, error_for_code};
 pub use fast::fast_paths;
+#[cfg(unix)]
+pub use object_streams::{pieces_close, pieces_length, pieces_read, sink_abort, sink_end, sink_write};
 #[cfg(unix)]
 pub use objects::Objects;
 pub use range::Range;

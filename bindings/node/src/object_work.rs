@@ -1,5 +1,6 @@
 //! The state an `ObjectStore` handle shares with its work on the thread
-//! pool, and the pool task every Promise-returning call runs as.
+//! pool and its streams, and the pool task every Promise-returning call
+//! runs as.
 //!
 //! The core's store-level locks (the packer lock, the exclusive lock of
 //! maintenance) are byte-range locks on the handle's own lock file: they
@@ -18,7 +19,7 @@
 //! close to the last token dropped.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 
 use bale::ErrorKind;
 use bale::objects::ObjectStore;
@@ -27,6 +28,7 @@ use napi::{Env, JsValue, Result, Task};
 
 use crate::error::OrThrow;
 use crate::js::Raw;
+use crate::object_streams::Pipe;
 
 /// One open handle: the core store (until closed) and its running work.
 pub struct Handle {
@@ -62,6 +64,8 @@ struct State {
     /// Writes claimed and not yet ended, and a maintenance call claimed.
     writes: usize,
     exclusive: bool,
+    /// Streams feeding a batch; `close()` stops them.
+    streams: Vec<Weak<Pipe>>,
 }
 
 pub fn closed() -> bale::Error {
@@ -175,19 +179,30 @@ impl Handle {
         self.lock().store.is_none()
     }
 
-    /// Ends the handle: later calls fail with `CLOSED`, and the core store
-    /// closes now, or when the last running work ends.
+    /// Records a stream to stop on `close()`.
+    pub fn add_stream(&self, pipe: &Arc<Pipe>) {
+        let mut s = self.lock();
+        s.streams.retain(|w| w.strong_count() > 0);
+        s.streams.push(Arc::downgrade(pipe));
+    }
+
+    /// Ends the handle: later calls fail with `CLOSED`, open streams stop,
+    /// and the core store closes now, or when the last running work ends.
     pub fn close(&self) -> bale::Result<()> {
-        let now = {
+        let (now, streams) = {
             let mut s = self.lock();
             let Some(store) = s.store.take() else { return Ok(()) };
+            let streams = std::mem::take(&mut s.streams);
             if s.running == 0 {
-                Some(store)
+                (Some(store), streams)
             } else {
                 s.pending_close = Some(store);
-                None
+                (None, streams)
             }
         };
+        for p in streams.iter().filter_map(Weak::upgrade) {
+            p.stop(closed());
+        }
         match now {
             Some(store) => store.close(),
             None => Ok(()),

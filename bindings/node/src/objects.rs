@@ -3,7 +3,7 @@
 //! `fs` has: `name(...)` returns a Promise and runs on the libuv thread
 //! pool, `nameSync(...)` runs on the calling thread. Ids cross as
 //! lower-case hex strings (hex of either case, or the raw id bytes, are
-//! accepted).
+//! accepted). lib/objects.js adds the stream calls.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,6 +11,7 @@ use std::sync::Arc;
 use bale::Store;
 use bale::btree::Options;
 use bale::objects::{AddTreeOptions, Compression, Config, HashKind, LinkPolicy, ObjectId, ObjectOptions, ObjectStore};
+use napi::bindgen_prelude::External;
 use napi::{Env, Result, sys};
 use napi_derive::napi;
 
@@ -22,6 +23,7 @@ use crate::object_reports::{
     AddTreeReport, CleanReport, ObjectBytes, ObjectMeta, ObjectStats, ObjectStoreConfig, PackReport, RebuildReport,
     TransferReport, ValidateReport,
 };
+use crate::object_streams::{Pieces, Sink};
 use crate::object_work::{Access, Handle, Pass, Running, call};
 use crate::store::Tree;
 
@@ -168,9 +170,10 @@ impl Objects {
         bale::objects::config::OBJECTS_VERSION as u32
     }
 
-    /// Ends the handle: later calls fail with `CLOSED`. Calls already
-    /// running on the thread pool complete; the store's locks are released
-    /// when the last of them has.
+    /// Ends the handle: later calls fail with `CLOSED`, and a stream still
+    /// adding an object fails with it (nothing of that object is kept).
+    /// Calls already running on the thread pool complete; the store's locks
+    /// are released when the last of them has.
     #[napi]
     pub fn close(&self, env: Env) -> Result<()> {
         self.handle.close().or_throw(&env)
@@ -413,6 +416,21 @@ impl Objects {
     #[napi(ts_args_type = "src: ObjectStore | string, ids?: ObjectIdLike[] | null", ts_return_type = "TransferReport")]
     pub fn import_from_sync(&self, env: Env, src: Raw, ids: Raw) -> Result<Raw> {
         self.transfer_impl(&env, src, ids, Direction::Import, true)
+    }
+
+    /// Starts an object fed chunk by chunk (lib/objects.js's `addStream`).
+    #[napi(js_name = "_sink", skip_typescript)]
+    pub fn sink(&self, env: Env) -> Result<External<Sink>> {
+        Sink::start(&self.handle).map(External::new).or_throw(&env)
+    }
+
+    /// Opens an object for reading in pieces (lib/objects.js's
+    /// `createReadStream`).
+    #[napi(js_name = "_pieces", skip_typescript)]
+    pub fn pieces(&self, env: Env, id: Raw, verify: bool) -> Result<External<Pieces>> {
+        let store = self.handle.store().or_throw(&env)?;
+        let id = args::id(env.raw(), id.0, store.hash_kind())?;
+        Pieces::open(&self.handle, &store, &id, verify).map(External::new).or_throw(&env)
     }
 }
 

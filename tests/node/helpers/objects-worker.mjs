@@ -1,9 +1,10 @@
 // worker_threads bodies for objects.test.mjs.
 //   add:  opens its own ObjectStore handle on `dir` and adds `count`
-//         objects (async and sync by turns), posting each id
+//         objects (async, sync and streamed by turns), posting each id
 //   hold: opens the single-file store `file` as a Tree and holds its writer
 //         lock inside a transaction until `flag[0]` becomes 1
 import { parentPort, workerData } from 'node:worker_threads'
+import { Readable } from 'node:stream'
 import { ObjectStore, Tree } from '../../../bindings/node/index.js'
 import { content } from './objects-data.mjs'
 
@@ -13,7 +14,10 @@ if (role === 'add') {
   const store = ObjectStore.open(dir)
   for (let i = 0; i < count; i++) {
     const data = content(tag, i)
-    const id = i % 2 === 0 ? await store.add(data) : store.addSync(data)
+    let id
+    if (i % 3 === 0) id = await store.add(data)
+    else if (i % 3 === 1) id = store.addSync(data)
+    else id = await store.addStream(Readable.from([data.subarray(0, 5), data.subarray(5)]))
     parentPort.postMessage({ i, id })
   }
   store.close()
