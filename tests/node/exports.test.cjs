@@ -4,7 +4,7 @@ const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { open, Tree, ChainedBatch, errorForCode } = require('bale')
+const { open, Tree, ChainedBatch, ObjectStore, errorForCode } = require('bale')
 
 const pkg = path.resolve(__dirname, '../../bindings/node')
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bale-node-exports-cjs-'))
@@ -20,6 +20,20 @@ test('require resolves to the CommonJS entry and works', async () => {
   t.close()
   assert.throws(() => Tree.open(path.join(dir, 'missing.bale')), (e) => e.code === 'NOT_FOUND')
   assert.equal(errorForCode('IO').code, 'IO')
+})
+
+test('the object store through require', async () => {
+  const s = ObjectStore.open(path.join(dir, 'objects'), { create: true, hash: 'sha256' })
+  const id = s.addSync('hello')
+  assert.equal(id, require('node:crypto').createHash('sha256').update('hello').digest('hex'))
+  assert.equal((await s.get(id)).toString(), 'hello')
+  assert.equal(await s.addStream([Buffer.from('hel'), 'lo']), id)
+  const parts = []
+  for await (const c of s.createReadStream(id, { start: 1 })) parts.push(c)
+  assert.equal(Buffer.concat(parts).toString(), 'ello')
+  s.close()
+  await assert.rejects(s.get(id), (e) => e.code === 'CLOSED')
+  assert.throws(() => ObjectStore.open(path.join(dir, 'missing')), (e) => e.code === 'NOT_FOUND')
 })
 
 test('import() from CommonJS gives the same objects', async () => {

@@ -6,7 +6,7 @@ import path from 'node:path'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import bale, * as named from 'bale'
-import { open, Tree, errorCodes } from 'bale'
+import { open, Tree, ObjectStore, errorCodes } from 'bale'
 import { tmpDir, tmpStore } from './helpers/tmp.mjs'
 
 const require = createRequire(import.meta.url)
@@ -34,6 +34,9 @@ test('the named and default exports are the CommonJS entry\'s objects', () => {
   const t = cjs.open(tmpStore(dir), { create: true })
   assert.ok(t instanceof Tree)
   t.close()
+  const o = cjs.ObjectStore.open(path.join(dir, 'objects'), { create: true })
+  assert.ok(o instanceof ObjectStore)
+  o.close()
 })
 
 test('only the entry and package.json are exported', async () => {

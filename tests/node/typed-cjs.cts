@@ -7,4 +7,6 @@ const v: Buffer | undefined = bale.Tree.open('/tmp/x.bale').get('k')
 const codes: bale.ErrorCode[] = bale.errorCodes()
 // @ts-expect-error: no default export on the CommonJS side
 void bale.default
-void [t, v, codes]
+const objects: bale.ObjectStore = bale.ObjectStore.open('/tmp/objects', { singleFile: true })
+const id: string = objects.addSync('x')
+void [t, v, codes, id]
