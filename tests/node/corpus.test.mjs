@@ -8,7 +8,7 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { Tree } from '../../bindings/node/index.js'
+import { ObjectStore, Tree } from '../../bindings/node/index.js'
 
 const code = (c) => (e) => {
   assert.ok(e instanceof Error, `not an Error: ${e}`)
@@ -98,4 +98,44 @@ test('every corpus range query yields its keys or its error', async (t) => {
     }
   }
   assert.ok(ran > 0, 'no range queries ran')
+})
+
+// Object store cases (`object_cases`): opened read-only, ids in order, each
+// object read whole and verified against its id.
+function readObjectsCase(file) {
+  const s = ObjectStore.open(file, { readonly: true })
+  try {
+    const objects = s.idsSync().map((id) => [id, s.getSync(id, { verify: true }).toString('hex')])
+    return {
+      kind: 'objects',
+      format_version: s.formatVersion,
+      hash: s.hash,
+      single_file: s.singleFile,
+      count: objects.length,
+      objects,
+    }
+  } finally {
+    s.close()
+  }
+}
+
+test('every object store corpus case reads as expected', async (t) => {
+  const cases = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8')).object_cases
+  assert.ok(Array.isArray(cases) && cases.length >= 15, 'object_cases missing from the corpus manifest')
+  let valid = 0
+  let invalid = 0
+  for (const c of cases) {
+    await t.test(c.id, () => {
+      const file = path.join(dir, c.file)
+      if (c.expect) {
+        const want = JSON.parse(fs.readFileSync(path.join(dir, c.expect), 'utf8'))
+        assert.deepEqual(readObjectsCase(file), want)
+        valid++
+      } else {
+        assert.throws(() => readObjectsCase(file), code(c.error))
+        invalid++
+      }
+    })
+  }
+  assert.ok(valid >= 5 && invalid >= 10, `${valid} valid and ${invalid} invalid object store cases ran`)
 })
