@@ -27,7 +27,14 @@ fn threads_of_one_handle_bulk_add_and_pack_without_overlap() {
                     let mut out = Vec::new();
                     for round in 0..5u64 {
                         let items: Vec<Vec<u8>> = (0..400).map(|i| blob(t, round * 1000 + i)).collect();
-                        let ids = s.add_many(items.iter().map(Vec::as_slice)).unwrap();
+                        // A maintenance call of this handle (below) makes a
+                        // batch starting meanwhile fail with LOCKED: retry.
+                        let ids = loop {
+                            match s.add_many(items.iter().map(Vec::as_slice)) {
+                                Ok(ids) => break ids,
+                                Err(e) => assert_eq!(e.kind(), ErrorKind::Locked, "{e}"),
+                            }
+                        };
                         out.extend(ids.into_iter().zip(items));
                         match s.pack() {
                             Ok(_) => {}

@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::io::Read;
-use std::sync::{Arc, Mutex, RwLockReadGuard};
+use std::sync::{Arc, Mutex};
 
 use super::chunk_list::{ListEntry, MAX_LEVEL, encode_list};
 use super::chunker::{Chunker, HashPipe, Piece};
@@ -13,7 +13,7 @@ use super::hash::ObjectId;
 use super::pack_writer::{PackWriter, pack_infos};
 use super::record::{RecordKind, encode_parts};
 use super::staging::Staging;
-use super::store::{ObjectStore, PackerRole, guard};
+use super::store::{BatchMark, ObjectStore, PackerRole, guard};
 use crate::btree::{ReadOps, ReadTxn, WriteTxn};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -60,7 +60,7 @@ enum Sink<'a> {
 pub struct Batch<'a> {
     store: &'a ObjectStore,
     /// Keeps maintenance of this handle out while the batch is open.
-    _user: RwLockReadGuard<'a, ()>,
+    _user: BatchMark<'a>,
     sink: Sink<'a>,
     scratch: Vec<u8>,
     bytes: u64,
@@ -72,16 +72,7 @@ impl ObjectStore {
     /// writer lock until it ends.
     pub fn batch(&self) -> Result<Batch<'_>> {
         self.check_writable()?;
-        let user = match self.inner.users.try_read() {
-            Ok(g) => g,
-            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => {
-                return Err(Error::new(
-                    ErrorKind::Locked,
-                    "a maintenance operation of this handle is running (in another thread); retry when it ends",
-                ));
-            }
-        };
+        let user = self.mark_batch()?;
         let sink = match self.inner.dir {
             Some(_) => Sink::Dir { target: Target::Staging(None), pending: HashMap::new(), snap: None },
             None => Sink::Tree(Box::new(self.inner.index.write()?)),

@@ -3,8 +3,8 @@
 
 use std::collections::HashMap;
 
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::config::{CONFIG_LEN, Compression, Config, OBJECTS_VERSION, wrong_kind};
 use super::dir::{Dir, DirLock, LockMode};
@@ -68,12 +68,36 @@ pub(crate) struct Inner {
     closed: AtomicBool,
     /// The next staging number, when numbers are not random.
     pub staging_seed: Option<AtomicU64>,
-    /// Held shared by each batch of this handle, exclusive by maintenance:
-    /// the file locks only keep other handles apart, not this handle's
-    /// threads.
-    pub users: RwLock<()>,
+    /// Open batches of this handle, and whether a maintenance operation of
+    /// it runs: the file locks only keep other handles apart, not this
+    /// handle's threads. Each side raises its own mark, then checks the
+    /// other's (both sequentially consistent), so they never both proceed.
+    open_batches: AtomicUsize,
+    maintaining: AtomicBool,
     /// Set while a thread of this handle holds the packer role.
     packing: AtomicBool,
+}
+
+/// Marks a maintenance operation of this handle as running.
+struct Maintaining<'a> {
+    inner: &'a Inner,
+}
+
+impl Drop for Maintaining<'_> {
+    fn drop(&mut self) {
+        self.inner.maintaining.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Counts one open batch of this handle, while it lives.
+pub(crate) struct BatchMark<'a> {
+    inner: &'a Inner,
+}
+
+impl Drop for BatchMark<'_> {
+    fn drop(&mut self) {
+        self.inner.open_batches.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// The packer role, held by one thread of one handle at a time (the
@@ -233,7 +257,8 @@ impl ObjectStore {
                 files: Mutex::new(HashMap::new()),
                 closed: AtomicBool::new(false),
                 staging_seed: None,
-                users: RwLock::new(()),
+                open_batches: AtomicUsize::new(0),
+                maintaining: AtomicBool::new(false),
                 packing: AtomicBool::new(false),
             }),
         }
@@ -333,16 +358,16 @@ impl ObjectStore {
     /// for writing.
     pub(crate) fn exclusive<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
         self.check_writable()?;
-        let _own = match self.inner.users.try_write() {
-            Ok(g) => g,
-            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => {
-                return Err(Error::new(
-                    ErrorKind::Locked,
-                    "a batch of this handle is still open (in another thread); end it and retry",
-                ));
-            }
-        };
+        if self.inner.maintaining.swap(true, Ordering::SeqCst) {
+            return Err(Error::new(ErrorKind::Locked, "another maintenance operation of this handle is running"));
+        }
+        let _own = Maintaining { inner: &self.inner };
+        if self.inner.open_batches.load(Ordering::SeqCst) > 0 {
+            return Err(Error::new(
+                ErrorKind::Locked,
+                "a batch of this handle is still open (in another thread); end it and retry",
+            ));
+        }
         let Some(lock) = &self.inner.lock else {
             // A single-file store: the tree store's writer lock serializes.
             return f();
@@ -361,6 +386,20 @@ impl ObjectStore {
         let v = r?;
         back?;
         Ok(v)
+    }
+
+    /// Counts a new batch, unless a maintenance operation of this handle
+    /// runs (`LOCKED`).
+    pub(crate) fn mark_batch(&self) -> Result<BatchMark<'_>> {
+        self.inner.open_batches.fetch_add(1, Ordering::SeqCst);
+        let mark = BatchMark { inner: &self.inner };
+        if self.inner.maintaining.load(Ordering::SeqCst) {
+            return Err(Error::new(
+                ErrorKind::Locked,
+                "a maintenance operation of this handle is running (in another thread); retry when it ends",
+            ));
+        }
+        Ok(mark)
     }
 
     /// Takes the packer role: `None` when another thread of this handle,
