@@ -15,6 +15,7 @@ mod pack;
 mod pack_writer;
 mod read;
 pub mod record;
+pub mod sim_dir;
 pub mod staging;
 mod store;
 mod transfer;
