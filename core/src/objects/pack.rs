@@ -2,14 +2,14 @@
 //! numbered packs, committing and removing each staging file as it goes.
 //! Repack rewrites packs without their garbage.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::config::Compression;
 use super::dir::Dir;
 use super::entry::{Area, Entry, Location, PackInfo, entry_key, pack_key};
 use super::hash::ObjectId;
 use super::pack_writer::{PackWriter, pack_infos};
-use super::record::{RECORD_HEADER_LEN, RecordHeader, encode_record};
+use super::record::{RECORD_HEADER_LEN, RecordHeader, RecordKind, encode_record};
 use super::staging::{PACK_DATA_START, check_pack_header};
 use super::store::{ObjectStore, PACKS_DIR, STAGING_DIR, file_name, guard};
 use crate::btree::{ReadOps, ReadTxn};
@@ -49,6 +49,8 @@ struct Live {
     /// (area, file) → live records and their bytes.
     files: HashMap<(Area, u64), (u64, u64)>,
     packs: BTreeMap<u64, PackInfo>,
+    /// Files holding blobs whose object was deleted (kept as chunks).
+    demote: HashSet<(Area, u64)>,
 }
 
 impl ObjectStore {
@@ -58,6 +60,9 @@ impl ObjectStore {
             let slot = live.files.entry((e.loc.area, e.loc.file)).or_default();
             slot.0 += 1;
             slot.1 += e.record_len();
+            if e.kind == RecordKind::Blob && !e.is_object() {
+                live.demote.insert((e.loc.area, e.loc.file));
+            }
             Ok(())
         })?;
         live.packs = pack_infos(r)?;
@@ -194,11 +199,22 @@ impl ObjectStore {
                 if checksum(&rec[RECORD_HEADER_LEN..], 0) != h.payload_sum {
                     break;
                 }
+                // A blob kept only as a chunk is rewritten as a chunk
+                // record, so that a rebuild does not bring its object back.
+                let kind =
+                    if out.demote && h.kind == RecordKind::Blob && !e.is_object() { RecordKind::Chunk } else { h.kind };
                 match recompress {
                     Some(policy) => {
                         h.decode_payload_into(&rec[RECORD_HEADER_LEN..], off, &mut raw)?;
-                        let nh = encode_record(h.kind, h.id, h.level, &raw, policy, &mut re)?;
+                        let nh = encode_record(kind, h.id, h.level, &raw, policy, &mut re)?;
                         out.append(self, h.id, e, &nh, &re)?;
+                    }
+                    None if kind != h.kind => {
+                        let c = RecordHeader { kind, ..h };
+                        re.clear();
+                        re.extend_from_slice(&c.encode());
+                        re.extend_from_slice(&rec[RECORD_HEADER_LEN..]);
+                        out.append(self, h.id, e, &c, &re)?;
                     }
                     None => out.append(self, h.id, e, &h, rec)?,
                 }
@@ -240,12 +256,13 @@ impl ObjectStore {
             .iter()
             .filter(|(n, info)| {
                 let used = live.files.get(&(Area::Pack, **n)).map_or(0, |x| x.1);
-                compression.is_some() || used + PACK_DATA_START < info.len
+                compression.is_some() || used + PACK_DATA_START < info.len || live.demote.contains(&(Area::Pack, **n))
             })
             .map(|(n, i)| (*n, *i))
             .collect();
         let planned: u64 = sources.iter().map(|(_, i)| i.len).sum();
         let mut out = PackOut::open(self, &live, &mut report)?;
+        out.demote = true;
         // Output goes to packs numbered above every source.
         out.writer.start_at(live.packs.keys().max().map_or(0, |m| m + 1))?;
         let mut done = 0;
@@ -402,6 +419,8 @@ struct PackOut {
     moved_bytes: u64,
     /// A source pack whose `p` key goes with the next commit.
     drop_pack: Option<u64>,
+    /// Rewrite blobs kept only as chunks as chunk records (repack).
+    demote: bool,
 }
 
 impl PackOut {
@@ -413,13 +432,14 @@ impl PackOut {
             moved_records: 0,
             moved_bytes: 0,
             drop_pack: None,
+            demote: false,
         })
     }
 
     fn append(&mut self, store: &ObjectStore, id: ObjectId, old: Entry, h: &RecordHeader, rec: &[u8]) -> Result<()> {
         let (head, body) = rec.split_at(RECORD_HEADER_LEN.min(rec.len()));
         let loc = self.writer.append(head, body)?;
-        self.moves.push((id, old.loc, Entry { loc, codec: h.codec, stored_len: h.stored_len, ..old }));
+        self.moves.push((id, old.loc, Entry { loc, kind: h.kind, codec: h.codec, stored_len: h.stored_len, ..old }));
         self.pending_bytes += rec.len() as u64;
         self.moved_records += 1;
         self.moved_bytes += rec.len() as u64;

@@ -1,0 +1,55 @@
+//! Object store defects found by the reliability tests (crash images,
+//! killed workers, damaged files), each reduced to the few steps that show
+//! it.
+
+mod object_gen;
+
+use std::sync::Arc;
+
+use bale::objects::sim_dir::SimDir;
+use bale::objects::{ObjectOptions, ObjectStore};
+use object_gen::small_chunks;
+
+fn create(dir: &SimDir) -> ObjectStore {
+    let opts = ObjectOptions { config: small_chunks(), ..ObjectOptions::create() };
+    ObjectStore::open_dir(Arc::new(dir.clone()), opts).expect("create")
+}
+
+/// An object deleted before the last repack stays deleted when the index is
+/// rebuilt (FORMAT.md, "Maintenance"), also when its content is a chunk of
+/// another object, so that its record must stay (as a chunk).
+#[test]
+fn object_kept_as_a_chunk_stays_deleted_after_repack_and_rebuild() {
+    for chunk_first in [false, true] {
+        let dir = SimDir::new();
+        let s = create(&dir);
+        let mut rng = bale::io::sim::SimRng::new(7);
+        let big = object_gen::noise(&mut rng, 60_000);
+        let (big_id, chunk_id);
+        if chunk_first {
+            // Learn a chunk in a scratch store, then add it before the object.
+            let scratch = create(&SimDir::new());
+            let chunk = object_gen::chunks_of(&scratch, &scratch.add(&big).expect("add")).expect("chunks")[1].clone();
+            chunk_id = s.add(&chunk).expect("add chunk");
+            big_id = s.add(&big).expect("add big");
+        } else {
+            big_id = s.add(&big).expect("add big");
+            let chunk = object_gen::chunks_of(&s, &big_id).expect("chunks")[1].clone();
+            chunk_id = s.add(&chunk).expect("add chunk");
+        }
+        s.pack().expect("pack");
+        assert_eq!(s.delete(&[chunk_id]).expect("delete"), 1);
+        s.repack(None, &mut |_, _| {}).expect("repack");
+        s.rebuild_index(&mut |_, _| {}).expect("rebuild");
+        assert!(!s.has(&chunk_id).expect("has"), "chunk first: {chunk_first}: the deleted object is back");
+        assert_eq!(s.get_verified(&big_id).expect("get"), big);
+        let v = s.validate(100.0, &mut |_, _| {}).expect("validate");
+        assert!(v.is_ok(), "{:?}", v.problems);
+        // Added again, it is an object again, also after a rebuild.
+        let chunk = object_gen::chunks_of(&s, &big_id).expect("chunks")[1].clone();
+        assert_eq!(s.add(&chunk).expect("add again"), chunk_id);
+        s.rebuild_index(&mut |_, _| {}).expect("rebuild");
+        assert_eq!(s.get_verified(&chunk_id).expect("get"), chunk);
+        assert!(s.validate(100.0, &mut |_, _| {}).expect("validate").is_ok());
+    }
+}
