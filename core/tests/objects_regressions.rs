@@ -7,7 +7,7 @@ mod object_gen;
 use std::sync::Arc;
 
 use bale::objects::sim_dir::SimDir;
-use bale::objects::{ObjectOptions, ObjectStore};
+use bale::objects::{Dir, ObjectOptions, ObjectStore};
 use object_gen::small_chunks;
 
 fn create(dir: &SimDir) -> ObjectStore {
@@ -52,4 +52,28 @@ fn object_kept_as_a_chunk_stays_deleted_after_repack_and_rebuild() {
         assert_eq!(s.get_verified(&chunk_id).expect("get"), chunk);
         assert!(s.validate(100.0, &mut |_, _| {}).expect("validate").is_ok());
     }
+}
+
+/// Pack numbers never go back, also when a repack leaves no record to keep:
+/// a reader that read a removed pack (and keeps it open) must not take a new
+/// pack of the same number for it.
+#[test]
+fn pack_numbers_are_not_reused_after_repack_empties_the_store() {
+    let dir = SimDir::new();
+    let w = create(&dir);
+    let r = ObjectStore::open_dir(Arc::new(dir.clone()), ObjectOptions { readonly: true, ..ObjectOptions::default() })
+        .expect("reader");
+    let a = w.add(b"first object").expect("add");
+    w.pack().expect("pack");
+    assert_eq!(r.get_verified(&a).expect("read"), b"first object");
+    w.delete(&[a]).expect("delete");
+    w.repack(None, &mut |_, _| {}).expect("repack");
+    assert!(!dir.exists("packs/0.pack").expect("exists"), "the repack removed pack 0");
+    let b = w.add(b"second object, of another size").expect("add");
+    w.pack().expect("pack");
+    assert!(!dir.exists("packs/0.pack").expect("exists"), "pack 0 was made again");
+    assert_eq!(r.get_verified(&b).expect("read through the reader"), b"second object, of another size");
+    assert!(w.validate(100.0, &mut |_, _| {}).expect("validate").is_ok());
+    w.rebuild_index(&mut |_, _| {}).expect("rebuild");
+    assert_eq!(w.get_verified(&b).expect("read after rebuild"), b"second object, of another size");
 }

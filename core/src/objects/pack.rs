@@ -281,6 +281,9 @@ impl ObjectStore {
                 continue;
             }
             out.drop_pack = Some(n);
+            // The output pack is named in the index even when empty, so that
+            // pack numbers never go back to a removed pack's.
+            out.writer.ensure_file()?;
             out.commit(self)?;
             drop(f);
             dir.remove(&name)?;

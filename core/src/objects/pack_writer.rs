@@ -103,15 +103,7 @@ impl PackWriter {
             self.finish_file()?;
             self.number += 1;
         }
-        if self.file.is_none() {
-            let name = file_name(Area::Pack, self.number);
-            let f = self.dir.create_new(&name)?;
-            f.write_all_at(&pack_header(&self.store_id, Area::Pack, self.number), 0)?;
-            f.sync()?;
-            self.dir.sync_dir(PACKS_DIR)?;
-            self.file = Some(f);
-            self.len = PACK_DATA_START;
-        }
+        self.ensure_file()?;
         let loc = Location { area: Area::Pack, file: self.number, offset: self.len };
         self.buf.extend_from_slice(head);
         self.len += head.len() as u64;
@@ -128,6 +120,23 @@ impl PackWriter {
             self.flush()?;
         }
         Ok(loc)
+    }
+
+    /// Creates the current pack if it has no file yet (its header and
+    /// directory entry durable before any commit names it); the next
+    /// `take_lengths` lists it.
+    pub fn ensure_file(&mut self) -> Result<()> {
+        if self.file.is_none() {
+            let name = file_name(Area::Pack, self.number);
+            let f = self.dir.create_new(&name)?;
+            f.write_all_at(&pack_header(&self.store_id, Area::Pack, self.number), 0)?;
+            f.sync()?;
+            self.dir.sync_dir(PACKS_DIR)?;
+            self.file = Some(f);
+            self.len = PACK_DATA_START;
+            self.touched.insert(self.number, self.len);
+        }
+        Ok(())
     }
 
     fn flush(&mut self) -> Result<()> {
