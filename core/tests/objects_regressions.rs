@@ -77,3 +77,33 @@ fn pack_numbers_are_not_reused_after_repack_empties_the_store() {
     w.rebuild_index(&mut |_, _| {}).expect("rebuild");
     assert_eq!(w.get_verified(&b).expect("read after rebuild"), b"second object, of another size");
 }
+
+/// Flips one bit of the file header of a store's first pack.
+fn damage_pack_header(dir: &SimDir) -> String {
+    let name = dir.files().keys().find(|k| k.starts_with("packs/")).expect("a pack").clone();
+    let f = dir.open(&name, true).expect("open");
+    let mut b = [0u8; 1];
+    f.read_exact_at(&mut b, 30).expect("read");
+    f.write_all_at(&[b[0] ^ 4], 30).expect("write");
+    name
+}
+
+/// A pack with a damaged header is left in place and reported; packing and
+/// repacking go on around it instead of failing on every run.
+#[test]
+fn a_damaged_pack_header_does_not_stop_pack_and_repack() {
+    let dir = SimDir::new();
+    let s = create(&dir);
+    let a = s.add(b"in the damaged pack").expect("add");
+    s.pack().expect("pack");
+    let name = damage_pack_header(&dir);
+    let b = s.add(b"staged after the damage").expect("add");
+    let r = s.pack().expect("pack with a damaged newest pack");
+    assert!(r.problems.iter().any(|p| p.contains(&name)), "{:?}", r.problems);
+    assert!(s.meta(&b).expect("meta").packed);
+    assert_eq!(s.get_verified(&b).expect("get"), b"staged after the damage");
+    s.delete(&[a]).expect("delete");
+    let r = s.repack(None, &mut |_, _| {}).expect("repack with a damaged pack");
+    assert!(r.problems.iter().any(|p| p.contains(&name)), "{:?}", r.problems);
+    assert_eq!(s.get_verified(&b).expect("get"), b"staged after the damage");
+}

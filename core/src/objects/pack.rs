@@ -270,7 +270,10 @@ impl ObjectStore {
             let name = file_name(Area::Pack, n);
             let want = live.files.get(&(Area::Pack, n)).map_or(0, |x| x.0);
             let f = dir.open(&name, false)?;
-            check_pack_header(&*f, &self.inner.config.store_id, Area::Pack, n)?;
+            if let Err(e) = check_pack_header(&*f, &self.inner.config.store_id, Area::Pack, n) {
+                report.problems.push(format!("{}; left in place", e.message()));
+                continue;
+            }
             let moved =
                 if want == 0 { 0 } else { self.move_records(&snap, &*f, Area::Pack, n, &mut out, compression)? };
             if moved < want {

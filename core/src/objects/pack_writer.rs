@@ -74,7 +74,12 @@ impl PackWriter {
             Some((&n, info)) if info.len < w.target => {
                 let name = file_name(Area::Pack, n);
                 let f = dir.open(&name, true)?;
-                check_pack_header(&*f, &w.store_id, Area::Pack, n)?;
+                if let Err(e) = check_pack_header(&*f, &w.store_id, Area::Pack, n) {
+                    // Damaged: left as it is, and the next pack started.
+                    problems.push(format!("{}; left in place", e.message()));
+                    w.number = n + 1;
+                    return Ok(w);
+                }
                 if f.len()? > info.len {
                     drop(f);
                     dir.truncate(&name, info.len)?;
