@@ -282,6 +282,7 @@ impl ObjectStore {
                 done += size;
                 progress(done, planned);
             }
+            drop_incomplete(&mut found, &mut report);
             self.write_rebuilt(&*dir, found, &packs, &mut report)?;
             Ok(report)
         })
@@ -423,6 +424,24 @@ impl ObjectStore {
         let fresh = dir.open_index(INDEX_NAME, false, false)?;
         self.inner.index.install(fresh);
         Ok(())
+    }
+}
+
+/// Leaves out chunk lists (and so objects) that name a record no file
+/// holds, e.g. the root of a batch a crash cut short: such an object could
+/// not be read back whole.
+fn drop_incomplete(found: &mut HashMap<ObjectId, Found>, report: &mut RebuildReport) {
+    loop {
+        let gone: Vec<ObjectId> =
+            found.iter().filter(|(_, f)| f.members.iter().any(|m| !found.contains_key(m))).map(|(id, _)| *id).collect();
+        if gone.is_empty() {
+            return;
+        }
+        for id in gone {
+            if found.remove(&id).is_some_and(|f| f.header.kind == RecordKind::Root) {
+                report.problems.push(format!("object {id}: its chunk list names records no file holds; left out"));
+            }
+        }
     }
 }
 
