@@ -37,6 +37,7 @@ test-rust:
 
 crash-long:
 	BALE_CRASH_IMAGES=100000 $(CARGO) test --release --locked -p bale --test crash -- --nocapture
+	BALE_OBJ_CRASH_IMAGES=30000 $(CARGO) test --release --locked -p bale --test objects_crash -- --nocapture
 
 bench:
 	./bench/run.sh
