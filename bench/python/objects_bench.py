@@ -241,6 +241,8 @@ def main():
         w5_bale_child(sys.argv[2], sys.argv[3], sys.argv[4])
         return
     engine, workload, datadir, work = sys.argv[1:5]
+    # Absolute: git runs with -C inside the work directory.
+    datadir, work = os.path.abspath(datadir), os.path.abspath(work)
     limit = int(sys.argv[5]) if len(sys.argv) > 5 else None
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
