@@ -478,8 +478,8 @@ impl WriteTxn {
         Child::Node((self.arena.len() - 1) as u32)
     }
 
-    /// Packs each run of adjacent changed leaves into as few full leaves as
-    /// hold its entries; drops empty ones.
+    /// Packs each run of adjacent changed leaves into as few leaves as hold
+    /// its entries, filled evenly; drops empty ones.
     fn pack_leaves(&mut self, items: Vec<(Option<Key>, Child)>) -> Vec<(Option<Key>, Child)> {
         let cap = self.shared.geo.node_capacity();
         let mut out = Vec::with_capacity(items.len());
@@ -498,13 +498,25 @@ impl WriteTxn {
                 vals.append(&mut node.vals);
                 node.size = PAGE_HDR;
             }
+            // As many leaves as greedy packing needs, but filled evenly: a
+            // greedy tail (one entry after a split leaf is repacked) would
+            // stay nearly empty, and such leaves pile up commit after commit.
+            let sizes: Vec<usize> = keys.iter().zip(&vals).map(|(k, v)| leaf_cell_size(k.len(), v)).collect();
+            let (mut pages, mut used) = (1usize, PAGE_HDR);
+            for &add in &sizes {
+                if used > PAGE_HDR && used + add > cap {
+                    pages += 1;
+                    used = PAGE_HDR;
+                }
+                used += add;
+            }
+            let target = sizes.iter().sum::<usize>().div_ceil(pages);
             let mut slot = 0;
             let mut cur = nodes.first().copied();
-            for (k, v) in keys.into_iter().zip(vals) {
+            for ((k, v), add) in keys.into_iter().zip(vals).zip(sizes) {
                 let Some(ci) = cur else { break };
-                let add = leaf_cell_size(k.len(), &v);
                 let node = &mut this.arena[ci as usize];
-                if !node.keys.is_empty() && node.size + add > cap {
+                if !node.keys.is_empty() && (node.size + add > cap || node.size - PAGE_HDR >= target) {
                     let low = first_low.take();
                     out.push((low, Child::Node(ci)));
                     slot += 1;
