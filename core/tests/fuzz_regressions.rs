@@ -3,44 +3,20 @@
 //! `open_store_sealed` target does) and read, checked and written to.
 //! Nothing may panic, and no single allocation may exceed 64 MiB.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
 use bale::btree::page::seal;
 use bale::format::checksum::checksum;
 use bale::io::MemStorage;
 use bale::{Options, ReadOps, Store};
 
-struct Counting;
-
-static LARGEST: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator, only recording sizes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        LARGEST.fetch_max(l.size(), Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        LARGEST.fetch_max(l.size(), Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc_zeroed(l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        LARGEST.fetch_max(new, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(p, l, new) }
-    }
-}
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
+use counting_alloc::LARGEST;
 
 #[global_allocator]
-static ALLOC: Counting = Counting;
+static ALLOC: counting_alloc::Counting = counting_alloc::Counting;
 
 fn reseal(mut b: Vec<u8>) -> Vec<u8> {
     if b.len() >= 64 {
