@@ -43,6 +43,10 @@ pub trait Storage: Send + Sync {
     fn write_all_at(&self, data: &[u8], offset: u64) -> Result<()>;
     /// Makes every earlier write durable.
     fn sync(&self) -> Result<()>;
+    /// A hint that `len` bytes written at `offset` may go to disk now, so
+    /// that a later `sync` has less left to wait for. Does nothing where
+    /// the OS offers no such call.
+    fn start_writeback(&self, _offset: u64, _len: u64) {}
     /// A read-only map of the first `len` bytes, if this backend supports it.
     fn map(&self, _len: u64) -> Result<Option<Mapping>> {
         Ok(None)

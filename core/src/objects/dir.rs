@@ -113,6 +113,16 @@ mod fs {
             self.file.sync_data().map_err(|e| Error::io("fdatasync failed", e))
         }
 
+        #[cfg(target_os = "linux")]
+        fn start_writeback(&self, offset: u64, len: u64) {
+            use std::os::fd::AsRawFd;
+            // Only starts the writes; the sync that follows still waits for
+            // them (and reports their errors), so a failure here is moot.
+            unsafe {
+                libc::sync_file_range(self.file.as_raw_fd(), offset as i64, len as i64, libc::SYNC_FILE_RANGE_WRITE);
+            }
+        }
+
         fn lock_writer(&self, wait: bool) -> Result<()> {
             if ofd::set(&self.file, libc::F_WRLCK as i16, 0, 1, wait)? {
                 Ok(())

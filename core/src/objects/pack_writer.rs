@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::dir::Dir;
 use super::entry::{Area, KEY_PACK, Location, PackInfo, pack_number};
-use super::staging::{DIRECT_WRITE, PACK_DATA_START, check_pack_header, pack_header};
+use super::staging::{DIRECT_WRITE, PACK_DATA_START, Writeback, check_pack_header, pack_header};
 use super::store::{ObjectStore, PACKS_DIR, file_name};
 use crate::btree::{ReadOps, ReadTxn};
 use crate::error::{Error, Result};
@@ -40,6 +40,7 @@ pub(crate) struct PackWriter {
     buf: Vec<u8>,
     /// Packs written to since the last `take_lengths`, with their lengths.
     touched: BTreeMap<u64, u64>,
+    writeback: Writeback,
 }
 
 impl PackWriter {
@@ -69,6 +70,7 @@ impl PackWriter {
             len: 0,
             buf: Vec::new(),
             touched: BTreeMap::new(),
+            writeback: Writeback::at(0),
         };
         match packs.iter().next_back() {
             Some((&n, info)) if info.len < w.target => {
@@ -87,6 +89,7 @@ impl PackWriter {
                 w.number = n;
                 w.file = Some(dir.open(&name, true)?);
                 w.len = info.len;
+                w.writeback = Writeback::at(info.len);
             }
             Some((&n, _)) => w.number = n + 1,
             None => w.number = 0,
@@ -124,6 +127,9 @@ impl PackWriter {
         if self.buf.len() >= WRITE_PIECE {
             self.flush()?;
         }
+        if let Some(f) = &self.file {
+            self.writeback.written(&**f, self.len - self.buf.len() as u64);
+        }
         Ok(loc)
     }
 
@@ -139,6 +145,7 @@ impl PackWriter {
             self.dir.sync_dir(PACKS_DIR)?;
             self.file = Some(f);
             self.len = PACK_DATA_START;
+            self.writeback = Writeback::at(PACK_DATA_START);
             self.touched.insert(self.number, self.len);
         }
         Ok(())

@@ -64,12 +64,36 @@ pub struct Staging {
     /// Records appended but not yet written (one write per megabyte, not
     /// one per record); they end at `len`.
     buf: Vec<u8>,
+    writeback: Writeback,
 }
 
 /// Appended bytes kept before they are written out.
 const WRITE_BUFFER: usize = 1 << 20;
 /// Payloads at least this large skip the buffer (no copy).
 pub const DIRECT_WRITE: usize = 32 << 10;
+/// Written bytes are handed to the OS to write out once this many have
+/// gathered: the disk then works while the data is still being hashed and
+/// cut, and the sync that ends a large add waits for the last step only.
+const WRITEBACK_STEP: u64 = 8 << 20;
+
+/// Where the written bytes of a file not yet handed to the OS start.
+pub struct Writeback {
+    from: u64,
+}
+
+impl Writeback {
+    pub fn at(from: u64) -> Writeback {
+        Writeback { from }
+    }
+
+    /// Called after writes that end at `end`.
+    pub fn written(&mut self, f: &dyn Storage, end: u64) {
+        if end >= self.from + WRITEBACK_STEP {
+            f.start_writeback(self.from, end - self.from);
+            self.from = end;
+        }
+    }
+}
 
 impl Staging {
     /// Creates a new staging file under a fresh random name and makes its
@@ -98,7 +122,14 @@ impl Staging {
             }
             dir.rename(&tmp, &name)?;
             dir.sync_dir(STAGING_DIR)?;
-            return Ok(Staging { file: f, number: n, len: PACK_DATA_START, synced: PACK_DATA_START, buf: Vec::new() });
+            return Ok(Staging {
+                file: f,
+                number: n,
+                len: PACK_DATA_START,
+                synced: PACK_DATA_START,
+                buf: Vec::new(),
+                writeback: Writeback::at(PACK_DATA_START),
+            });
         }
         Err(Error::new(ErrorKind::Conflict, "could not find a free staging file name"))
     }
@@ -120,6 +151,7 @@ impl Staging {
             self.buf.extend_from_slice(body);
         }
         self.len += body.len() as u64;
+        self.writeback.written(&*self.file, self.len - self.buf.len() as u64);
         Ok(at)
     }
 
