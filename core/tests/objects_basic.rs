@@ -103,6 +103,44 @@ fn large_objects_are_chunked_streamed_and_share_chunks() {
     }
 }
 
+#[test]
+fn streamed_adds_in_pieces_of_any_size_match_whole_adds() {
+    let tmp = tempdir();
+    let c = small_chunks();
+    for s in stores(tmp.path(), c) {
+        for (len, seed) in [(0, 1), (1, 2), (16383, 3), (16384, 4), (16385, 5), (300_000, 6), (3_000_000, 7)] {
+            let data = noise(len, seed);
+            let want = HashKind::Blake3.hash(&data);
+            for piece in [1, 7, 4096, 100_000, usize::MAX] {
+                if piece == 1 && len > 20_000 {
+                    continue;
+                }
+                let mut b = s.batch().unwrap();
+                let mut w = b.add_stream();
+                for p in data.chunks(piece.min(len.max(1))) {
+                    w.write(p).unwrap();
+                }
+                assert_eq!(w.finish().unwrap(), want, "len {len} piece {piece}");
+                b.commit().unwrap();
+                assert_eq!(s.get_verified(&want).unwrap(), data);
+                assert_eq!(s.meta(&want).unwrap().size, len as u64);
+            }
+        }
+        // A stream dropped before `finish` adds no object, even when its
+        // batch commits, and leaves the store valid.
+        let data = noise(500_000, 8);
+        let id = HashKind::Blake3.hash(&data);
+        let mut b = s.batch().unwrap();
+        let mut w = b.add_stream();
+        w.write(&data[..400_000]).unwrap();
+        drop(w);
+        b.commit().unwrap();
+        assert!(!s.has(&id).unwrap());
+        let report = s.validate(100.0, &mut |_, _| {}).unwrap();
+        assert!(report.is_ok(), "{:?}", report.problems);
+    }
+}
+
 fn tempdir() -> TempDir {
     let p = std::env::temp_dir().join(format!("bale-obj-{}-{}", std::process::id(), rand_u64()));
     std::fs::create_dir_all(&p).unwrap();

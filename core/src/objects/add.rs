@@ -2,12 +2,12 @@
 //! in a single-file store, into the store's write transaction) and commits
 //! their index entries together, after one sync.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::io::Read;
 use std::sync::{Arc, Mutex};
 
 use super::chunk_list::{ListEntry, MAX_LEVEL, encode_list};
-use super::chunker::{Chunker, HashPipe, Piece};
+use super::chunker::{ChunkPipe, Out};
 use super::entry::{Area, Entry, FLAG_MEMBER, FLAG_OBJECT, Location, PackInfo, entry_key, pack_key, record_key};
 use super::hash::ObjectId;
 use super::pack_writer::{PackWriter, pack_infos};
@@ -17,9 +17,6 @@ use super::store::{BatchMark, ObjectStore, PackerRole, guard};
 use crate::btree::{ReadOps, ReadTxn, WriteTxn};
 use crate::error::{Error, ErrorKind, Result};
 
-/// Chunks cut ahead of the one being stored, while the other thread
-/// hashes them.
-const IN_FLIGHT: usize = 32;
 /// A staging file is retired (left to the packer) past this size.
 const STAGING_ROTATE: u64 = 64 << 20;
 /// `add_many` commits after this many bytes or objects.
@@ -140,7 +137,7 @@ impl ObjectStore {
     }
 }
 
-impl Batch<'_> {
+impl<'a> Batch<'a> {
     /// Adds one object held in memory.
     pub fn add(&mut self, data: &[u8]) -> Result<ObjectId> {
         if data.len() as u64 > self.store.inner.config.chunk_max as u64 {
@@ -154,60 +151,22 @@ impl Batch<'_> {
 
     /// Adds one object from a stream of any length, in bounded memory.
     pub fn add_reader(&mut self, reader: &mut dyn Read) -> Result<ObjectId> {
-        let cfg = self.store.inner.config;
-        let mut head = Vec::new();
-        reader
-            .take(cfg.chunk_max as u64 + 1)
-            .read_to_end(&mut head)
-            .map_err(|e| Error::io("reading the object stream failed", e))?;
-        if head.len() <= cfg.chunk_max as usize {
-            return self.add(&head);
+        let mut w = self.add_stream();
+        w.fill_from(reader)?;
+        w.finish()
+    }
+
+    /// Starts adding one object whose bytes are handed over piece by
+    /// piece ([`StreamAdd::write`]); it is added by [`StreamAdd::finish`].
+    pub fn add_stream(&mut self) -> StreamAdd<'_, 'a> {
+        StreamAdd {
+            batch: self,
+            head: Vec::new(),
+            pipe: None,
+            block: None,
+            lists: Lists { levels: vec![Vec::new()] },
+            total: 0,
         }
-        // Chunks in flight: cut here, hashed on the other thread, stored
-        // here in order once their ids come back.
-        let mut pipe = HashPipe::new(cfg.hash);
-        let mut lists = Lists { levels: vec![Vec::new()] };
-        let mut chunker = Chunker::new(std::io::Cursor::new(head).chain(reader), &cfg);
-        let mut inflight: VecDeque<Piece> = VecDeque::new();
-        let mut total: u64 = 0;
-        loop {
-            let next = chunker.next_shared()?;
-            if let Some(fill) = chunker.take_fill() {
-                pipe.whole(fill)?;
-            }
-            let done = next.is_none();
-            if let Some(piece) = next {
-                total += piece.1.len() as u64;
-                if total >= crate::btree::MAX_VALUE_LEN {
-                    return Err(Error::new(ErrorKind::TooLarge, "object exceeds 2^48 bytes"));
-                }
-                pipe.chunk(piece.clone())?;
-                inflight.push_back(piece);
-            }
-            while inflight.len() > IN_FLIGHT || (done && !inflight.is_empty()) {
-                let Some((buf, r)) = inflight.pop_front() else { break };
-                let cid = pipe.next_id()?;
-                let chunk = &buf[r];
-                self.put_content(cid, chunk, false)?;
-                lists.push(self, 0, ListEntry { id: cid, len: chunk.len() as u64 })?;
-            }
-            if done {
-                break;
-            }
-        }
-        drop(chunker);
-        let id = pipe.finish()?;
-        let (level, entries) = lists.finish(self)?;
-        if self.known(&id)?.is_some_and(|f| f & FLAG_OBJECT != 0) {
-            return Ok(id);
-        }
-        encode_list(&entries, &mut self.scratch);
-        let payload = std::mem::take(&mut self.scratch);
-        let r = self.put_record(RecordKind::Root, id, level, &payload, FLAG_OBJECT, total);
-        self.scratch = payload;
-        r?;
-        self.objects += 1;
-        Ok(id)
     }
 
     /// Makes every add of this batch durable and visible.
@@ -464,5 +423,168 @@ impl Lists {
         }
         let top = self.levels.len() - 1;
         Ok((top as u8, std::mem::take(&mut self.levels[top])))
+    }
+}
+
+/// One object being added from pieces of any size, in bounded memory.
+/// Up to `chunk_max` bytes are kept and stored whole; past that the
+/// stream is chunked on two threads ([`ChunkPipe`]) while this one reads
+/// and writes the records. Dropping it without `finish` adds nothing (the
+/// chunks already written are left for `repack` to drop).
+pub struct StreamAdd<'b, 'a> {
+    batch: &'b mut Batch<'a>,
+    head: Vec<u8>,
+    pipe: Option<ChunkPipe>,
+    /// The block being filled and how many stream bytes it holds.
+    block: Option<(Vec<u8>, usize)>,
+    lists: Lists,
+    total: u64,
+}
+
+impl StreamAdd<'_, '_> {
+    fn chunk_max(&self) -> usize {
+        self.batch.store.inner.config.chunk_max as usize
+    }
+
+    /// Appends `data` to the object.
+    pub fn write(&mut self, mut data: &[u8]) -> Result<()> {
+        if self.pipe.is_none() {
+            let k = data.len().min(self.chunk_max() + 1 - self.head.len());
+            self.head.extend_from_slice(&data[..k]);
+            data = &data[k..];
+            if self.head.len() <= self.chunk_max() {
+                return Ok(());
+            }
+            self.start_chunking()?;
+        }
+        while !data.is_empty() {
+            let (buf, n) = self.room()?;
+            let k = data.len().min(buf.len() - *n);
+            buf[*n..*n + k].copy_from_slice(&data[..k]);
+            *n += k;
+            data = &data[k..];
+            self.filled()?;
+        }
+        Ok(())
+    }
+
+    /// Appends everything `reader` yields, read straight into the blocks.
+    pub fn fill_from(&mut self, reader: &mut dyn Read) -> Result<()> {
+        if self.pipe.is_none() {
+            // One byte past `chunk_max` tells the object is to be chunked.
+            let want = (self.chunk_max() + 1 - self.head.len()) as u64;
+            reader
+                .take(want)
+                .read_to_end(&mut self.head)
+                .map_err(|e| Error::io("reading the object stream failed", e))?;
+            if self.head.len() <= self.chunk_max() {
+                return Ok(());
+            }
+            self.start_chunking()?;
+        }
+        loop {
+            let (buf, n) = self.room()?;
+            let k = match reader.read(&mut buf[*n..]) {
+                Ok(0) => return Ok(()),
+                Ok(k) => k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => 0,
+                Err(e) => return Err(Error::io("reading the object stream failed", e)),
+            };
+            *n += k;
+            self.filled()?;
+        }
+    }
+
+    fn start_chunking(&mut self) -> Result<()> {
+        let cfg = self.batch.store.inner.config;
+        self.pipe = Some(ChunkPipe::new(&cfg));
+        let head = std::mem::take(&mut self.head);
+        self.write(&head)
+    }
+
+    /// The free part of the block being filled (a fresh one when there is
+    /// none, taking results until a buffer is free) and its fill count;
+    /// a block's stream bytes start after the pipe's headroom.
+    fn room(&mut self) -> Result<(&mut [u8], &mut usize)> {
+        let pipe = self.pipe.as_mut().ok_or_else(|| Error::corrupt("no chunking pipe"))?;
+        let h = pipe.headroom();
+        while self.block.is_none() {
+            let pipe = self.pipe.as_mut().ok_or_else(|| Error::corrupt("no chunking pipe"))?;
+            match pipe.buffer() {
+                Some(b) => self.block = Some((b, 0)),
+                None => {
+                    let o = pipe.next(true)?;
+                    self.take(o)?;
+                }
+            }
+        }
+        let Some((b, n)) = &mut self.block else { unreachable!() };
+        Ok((&mut b[h..], n))
+    }
+
+    /// After bytes went into a block: sends it on when full, and stores
+    /// what the threads have finished.
+    fn filled(&mut self) -> Result<()> {
+        let h = self.pipe.as_ref().map_or(0, |p| p.headroom());
+        if self.block.as_ref().is_some_and(|(b, n)| h + n == b.len()) {
+            self.send_block()?;
+        }
+        while let Some(o) = self.pipe.as_mut().map(|p| p.next(false)).transpose()?.flatten() {
+            self.take(Some(o))?;
+        }
+        Ok(())
+    }
+
+    fn send_block(&mut self) -> Result<()> {
+        if let (Some(pipe), Some((b, n))) = (self.pipe.as_mut(), self.block.take()) {
+            self.total += n as u64;
+            if self.total >= crate::btree::MAX_VALUE_LEN {
+                return Err(Error::new(ErrorKind::TooLarge, "object exceeds 2^48 bytes"));
+            }
+            pipe.send(b, n)?;
+        }
+        Ok(())
+    }
+
+    /// Stores a chunk that came back; returns the whole id at the end.
+    fn take(&mut self, o: Option<Out>) -> Result<Option<ObjectId>> {
+        match o {
+            Some(Out::Chunk((buf, r), cid)) => {
+                let chunk = &buf[r];
+                self.batch.put_content(cid, chunk, false)?;
+                self.lists.push(self.batch, 0, ListEntry { id: cid, len: chunk.len() as u64 })?;
+                Ok(None)
+            }
+            Some(Out::Whole(id)) => Ok(Some(id)),
+            None => Ok(None),
+        }
+    }
+
+    /// Stores what is left and the object's root; returns its id.
+    pub fn finish(mut self) -> Result<ObjectId> {
+        if self.pipe.is_none() {
+            return self.batch.add(&self.head);
+        }
+        self.send_block()?;
+        let Some(pipe) = self.pipe.as_mut() else { unreachable!() };
+        pipe.end()?;
+        let id = loop {
+            let o = self.pipe.as_mut().map(|p| p.next(true)).transpose()?.flatten();
+            if let Some(id) = self.take(o)? {
+                break id;
+            }
+        };
+        let b = &mut *self.batch;
+        let (level, entries) = self.lists.finish(b)?;
+        if b.known(&id)?.is_some_and(|f| f & FLAG_OBJECT != 0) {
+            return Ok(id);
+        }
+        encode_list(&entries, &mut b.scratch);
+        let payload = std::mem::take(&mut b.scratch);
+        let r = b.put_record(RecordKind::Root, id, level, &payload, FLAG_OBJECT, self.total);
+        b.scratch = payload;
+        r?;
+        b.objects += 1;
+        Ok(id)
     }
 }

@@ -1,208 +1,303 @@
 //! Content-defined chunking of a stream in bounded memory (FastCDC 2020,
-//! parameters from the store's config).
+//! parameters from the store's config), on two threads beside the one
+//! that reads the stream and writes the records.
+//!
+//! The stream arrives in blocks. A cutting thread finds the chunk
+//! boundaries; a hashing thread computes each chunk's id and the whole
+//! stream's id and hands the chunks back in order. Each block buffer has
+//! room in front for the uncut tail of the block before it, so chunks that
+//! span two blocks are cut without copying the blocks.
 
-use std::io::Read;
-
-use fastcdc::v2020::FastCDC;
-
+use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::thread::JoinHandle;
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
+
+use fastcdc::v2020::FastCDC;
 
 use super::config::Config;
 use super::hash::{HashKind, Hasher, ObjectId};
 use crate::error::{Error, ErrorKind, Result};
 
-/// Bytes buffered ahead of the cutter: many chunks per refill, so the
-/// leftover copied to the next buffer at each refill stays small next to it.
-const BUFFER: usize = 8 << 20;
+/// Stream bytes per block (at least four maximal chunks).
+const BLOCK: usize = 4 << 20;
+/// Block buffers in use at most: one being filled, one holding the tail
+/// the cutter still needs, the rest in flight.
+const BUFFERS: usize = 4;
 
 /// A piece of a shared buffer.
 pub type Piece = (Arc<Vec<u8>>, Range<usize>);
 
-/// Splits a stream into chunks. Each fill goes into a buffer that can be
-/// shared, without a copy, with a hashing thread ([`HashPipe`]).
-pub struct Chunker<R: Read> {
-    src: R,
-    buf: Arc<Vec<u8>>,
-    /// Buffers the hashing thread may still hold, for reuse once it is done.
-    spare: Vec<Arc<Vec<u8>>>,
-    start: usize,
-    end: usize,
-    eof: bool,
-    min: usize,
-    avg: usize,
-    max: usize,
-    /// The bytes the last fill read, not yet taken by `take_fill`.
-    fresh: Option<Piece>,
-}
-
-impl<R: Read> Chunker<R> {
-    pub fn new(src: R, c: &Config) -> Chunker<R> {
-        let max = c.chunk_max as usize;
-        Chunker {
-            src,
-            buf: Arc::new(Vec::new()),
-            spare: Vec::new(),
-            start: 0,
-            end: 0,
-            eof: false,
-            min: c.chunk_min as usize,
-            avg: c.chunk_avg as usize,
-            max,
-            fresh: None,
-        }
-    }
-
-    /// Moves the unread tail to a fresh buffer and reads on after it.
-    fn fill(&mut self) -> Result<()> {
-        let size = BUFFER.max(4 * self.max);
-        let mut next = self
-            .spare
-            .iter()
-            .position(|b| Arc::strong_count(b) == 1)
-            .map(|i| self.spare.swap_remove(i))
-            .and_then(|b| Arc::try_unwrap(b).ok())
-            .unwrap_or_default();
-        next.clear();
-        next.extend_from_slice(&self.buf[self.start..self.end]);
-        let kept = next.len();
-        next.resize(size, 0);
-        let mut end = kept;
-        while !self.eof && end < size {
-            match self.src.read(&mut next[end..]) {
-                Ok(0) => self.eof = true,
-                Ok(n) => end += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(Error::io("reading the object stream failed", e)),
-            }
-        }
-        let old = std::mem::replace(&mut self.buf, Arc::new(next));
-        if self.spare.len() < 8 {
-            self.spare.push(old);
-        }
-        self.start = 0;
-        self.end = end;
-        self.fresh = Some((self.buf.clone(), kept..end));
-        Ok(())
-    }
-
-    /// The next chunk as a piece of the shared buffer; `None` at the end.
-    pub fn next_shared(&mut self) -> Result<Option<Piece>> {
-        if self.end - self.start < self.max && !self.eof {
-            self.fill()?;
-        }
-        let remaining = self.end - self.start;
-        if remaining == 0 {
-            return Ok(None);
-        }
-        let cdc = FastCDC::new(&self.buf[..self.end], self.min, self.avg, self.max);
-        let (_, cut) = cdc.cut(self.start, remaining);
-        let cut = if cut <= self.start { self.end } else { cut };
-        let piece = (self.buf.clone(), self.start..cut);
-        self.start = cut;
-        Ok(Some(piece))
-    }
-
-    /// The stream bytes read by the last fill, each handed out once, in
-    /// stream order (for the whole-object hash).
-    pub fn take_fill(&mut self) -> Option<Piece> {
-        self.fresh.take()
-    }
-}
-
+/// What the cutter hands the hashing thread, in stream order.
 enum Job {
-    /// Stream bytes, for the whole-object hash.
+    /// Fresh stream bytes, for the whole-object hash.
     Whole(Piece),
     /// A chunk whose id is wanted.
     Chunk(Piece),
+    /// A block buffer the cutter no longer needs.
+    Spent(Arc<Vec<u8>>),
+    End,
 }
 
-/// Hashes on a second thread where one can be started: the whole object,
-/// and each chunk (ids come back in the order the chunks were sent), so
-/// that the thread that cuts chunks and writes records does not hash.
-/// Without a thread, it hashes inline.
-pub struct HashPipe {
+/// What comes back to the writing thread, in stream order.
+enum Msg {
+    Chunk(Piece, ObjectId),
+    Spent(Arc<Vec<u8>>),
+    Whole(ObjectId),
+}
+
+/// A chunk and its id, or the end of the stream with the whole stream's id.
+pub enum Out {
+    Chunk(Piece, ObjectId),
+    Whole(ObjectId),
+}
+
+enum ToCutter {
+    /// A buffer whose `n` bytes after the headroom are the next of the stream.
+    Block(Vec<u8>, usize),
+    End,
+}
+
+/// Finds cut points. Holds the latest block, whose uncut tail goes in
+/// front of the next block's bytes.
+struct Cutter {
+    min: usize,
+    avg: usize,
+    max: usize,
+    headroom: usize,
+    cur: Option<Arc<Vec<u8>>>,
+    start: usize,
+    end: usize,
+}
+
+impl Cutter {
+    fn new(c: &Config) -> Cutter {
+        let max = c.chunk_max as usize;
+        Cutter { min: c.chunk_min as usize, avg: c.chunk_avg as usize, max, headroom: max, cur: None, start: 0, end: 0 }
+    }
+
+    /// Feeds one message; `out` returns false once nobody listens.
+    fn feed(&mut self, m: ToCutter, out: &mut dyn FnMut(Job) -> bool) -> bool {
+        let last = match m {
+            ToCutter::Block(mut buf, n) => {
+                let h = self.headroom;
+                let left = self.end - self.start;
+                if let Some(cur) = &self.cur {
+                    // Fewer than `max` bytes were left uncut, so they fit.
+                    buf[h - left..h].copy_from_slice(&cur[self.start..self.end]);
+                }
+                let buf = Arc::new(buf);
+                if n > 0 && !out(Job::Whole((buf.clone(), h..h + n))) {
+                    return false;
+                }
+                if let Some(old) = self.cur.replace(buf)
+                    && !out(Job::Spent(old))
+                {
+                    return false;
+                }
+                self.start = h - left;
+                self.end = h + n;
+                false
+            }
+            ToCutter::End => true,
+        };
+        if let Some(cur) = &self.cur {
+            while self.end - self.start >= self.max || (last && self.end > self.start) {
+                let cdc = FastCDC::new(&cur[..self.end], self.min, self.avg, self.max);
+                let (_, cut) = cdc.cut(self.start, self.end - self.start);
+                let cut = if cut <= self.start { self.end } else { cut };
+                if !out(Job::Chunk((cur.clone(), self.start..cut))) {
+                    return false;
+                }
+                self.start = cut;
+            }
+        }
+        !last || out(Job::End)
+    }
+}
+
+/// Hashes chunks and the whole stream.
+struct Hashing {
     kind: HashKind,
-    inline: Option<(Hasher, std::collections::VecDeque<ObjectId>)>,
-    tx: Option<SyncSender<Job>>,
-    ids: Option<Receiver<ObjectId>>,
-    worker: Option<JoinHandle<ObjectId>>,
+    whole: Option<Hasher>,
 }
 
-impl HashPipe {
-    pub fn new(kind: HashKind) -> HashPipe {
-        let (tx, rx) = sync_channel::<Job>(64);
-        let (id_tx, id_rx) = sync_channel::<ObjectId>(1024);
-        let worker = std::thread::Builder::new().name("bale-hash".into()).spawn(move || {
-            let mut whole = kind.hasher();
-            while let Ok(job) = rx.recv() {
-                match job {
-                    Job::Whole((buf, r)) => whole.update(&buf[r]),
-                    Job::Chunk((buf, r)) => {
-                        if id_tx.send(kind.hash(&buf[r])).is_err() {
-                            break;
-                        }
+impl Hashing {
+    fn job(&mut self, j: Job) -> Option<Msg> {
+        match j {
+            Job::Whole((buf, r)) => {
+                self.whole.get_or_insert_with(|| self.kind.hasher()).update(&buf[r]);
+                None
+            }
+            Job::Chunk((buf, r)) => {
+                let id = self.kind.hash(&buf[r.clone()]);
+                Some(Msg::Chunk((buf, r), id))
+            }
+            Job::Spent(b) => Some(Msg::Spent(b)),
+            Job::End => Some(Msg::Whole(self.whole.take().unwrap_or_else(|| self.kind.hasher()).finish())),
+        }
+    }
+}
+
+enum Stages {
+    Threads {
+        blocks: SyncSender<ToCutter>,
+        results: Receiver<Msg>,
+    },
+    /// Where no thread can be started: every stage runs in `send`.
+    Inline {
+        cutter: Box<Cutter>,
+        hashing: Hashing,
+        ready: VecDeque<Msg>,
+    },
+}
+
+/// Cuts and hashes one stream. The caller fills buffers from
+/// [`ChunkPipe::buffer`], sends them, and takes the chunks back in order
+/// with their ids; the last [`Out`] is the whole stream's id.
+pub struct ChunkPipe {
+    stages: Stages,
+    headroom: usize,
+    block: usize,
+    /// Buffers handed out, and the spent ones kept for reuse.
+    made: usize,
+    spent: Vec<Arc<Vec<u8>>>,
+}
+
+impl ChunkPipe {
+    pub fn new(c: &Config) -> ChunkPipe {
+        let max = c.chunk_max as usize;
+        let stages = spawn_stages(c).unwrap_or_else(|| Stages::Inline {
+            cutter: Box::new(Cutter::new(c)),
+            hashing: Hashing { kind: c.hash, whole: None },
+            ready: VecDeque::new(),
+        });
+        ChunkPipe { stages, headroom: max, block: BLOCK.max(4 * max), made: 0, spent: Vec::new() }
+    }
+
+    #[cfg(test)]
+    fn inline(c: &Config) -> ChunkPipe {
+        let stages = Stages::Inline {
+            cutter: Box::new(Cutter::new(c)),
+            hashing: Hashing { kind: c.hash, whole: None },
+            ready: VecDeque::new(),
+        };
+        ChunkPipe { stages, headroom: c.chunk_max as usize, block: BLOCK, made: 0, spent: Vec::new() }
+    }
+
+    /// Where a buffer's stream bytes start.
+    pub fn headroom(&self) -> usize {
+        self.headroom
+    }
+
+    /// A buffer to fill from `headroom()` on, or `None` while every buffer
+    /// is in use (take results until one comes free).
+    pub fn buffer(&mut self) -> Option<Vec<u8>> {
+        if let Some(i) = self.spent.iter().position(|b| Arc::strong_count(b) == 1) {
+            return Arc::try_unwrap(self.spent.swap_remove(i)).ok();
+        }
+        if self.made < BUFFERS {
+            self.made += 1;
+            return Some(vec![0; self.headroom + self.block]);
+        }
+        None
+    }
+
+    /// Sends `n` stream bytes that follow the headroom of `buf`.
+    pub fn send(&mut self, buf: Vec<u8>, n: usize) -> Result<()> {
+        self.push(ToCutter::Block(buf, n))
+    }
+
+    /// Ends the stream.
+    pub fn end(&mut self) -> Result<()> {
+        self.push(ToCutter::End)
+    }
+
+    fn push(&mut self, m: ToCutter) -> Result<()> {
+        match &mut self.stages {
+            Stages::Threads { blocks, .. } => blocks.send(m).map_err(|_| thread_failed()),
+            Stages::Inline { cutter, hashing, ready } => {
+                cutter.feed(m, &mut |j| {
+                    ready.extend(hashing.job(j));
+                    true
+                });
+                Ok(())
+            }
+        }
+    }
+
+    /// The next result. With `wait`, waits for the next message, and gives
+    /// `None` if it only freed a buffer (a block may yield no chunk, so
+    /// waiting on for one could wait for a block never sent).
+    pub fn next(&mut self, wait: bool) -> Result<Option<Out>> {
+        loop {
+            let m = match &mut self.stages {
+                Stages::Threads { results, .. } if wait => results.recv().map_err(|_| thread_failed())?,
+                Stages::Threads { results, .. } => match results.try_recv() {
+                    Ok(m) => m,
+                    Err(TryRecvError::Empty) => return Ok(None),
+                    Err(TryRecvError::Disconnected) => return Err(thread_failed()),
+                },
+                Stages::Inline { ready, .. } => match ready.pop_front() {
+                    Some(m) => m,
+                    // Nothing is in flight inline: waiting would never end.
+                    None if wait => return Err(thread_failed()),
+                    None => return Ok(None),
+                },
+            };
+            match m {
+                Msg::Chunk(p, id) => return Ok(Some(Out::Chunk(p, id))),
+                Msg::Whole(id) => return Ok(Some(Out::Whole(id))),
+                Msg::Spent(b) => {
+                    self.spent.push(b);
+                    if wait {
+                        return Ok(None);
                     }
                 }
             }
-            whole.finish()
-        });
-        match worker {
-            Ok(w) => HashPipe { kind, inline: None, tx: Some(tx), ids: Some(id_rx), worker: Some(w) },
-            Err(_) => {
-                HashPipe { kind, inline: Some((kind.hasher(), Default::default())), tx: None, ids: None, worker: None }
-            }
-        }
-    }
-
-    fn send(&mut self, job: Job) -> Result<()> {
-        match &self.tx {
-            Some(tx) => tx.send(job).map_err(|_| thread_failed()),
-            None => Err(thread_failed()),
-        }
-    }
-
-    pub fn whole(&mut self, piece: Piece) -> Result<()> {
-        if let Some((h, _)) = &mut self.inline {
-            h.update(&piece.0[piece.1]);
-            return Ok(());
-        }
-        self.send(Job::Whole(piece))
-    }
-
-    pub fn chunk(&mut self, piece: Piece) -> Result<()> {
-        if let Some((_, ids)) = &mut self.inline {
-            ids.push_back(self.kind.hash(&piece.0[piece.1]));
-            return Ok(());
-        }
-        self.send(Job::Chunk(piece))
-    }
-
-    /// The id of the oldest chunk sent and not yet answered.
-    pub fn next_id(&mut self) -> Result<ObjectId> {
-        if let Some((_, ids)) = &mut self.inline {
-            return ids.pop_front().ok_or_else(thread_failed);
-        }
-        self.ids.as_ref().ok_or_else(thread_failed)?.recv().map_err(|_| thread_failed())
-    }
-
-    /// The whole object's id, once every chunk id has been taken.
-    pub fn finish(mut self) -> Result<ObjectId> {
-        if let Some((h, _)) = self.inline.take() {
-            return Ok(h.finish());
-        }
-        drop(self.tx.take());
-        match self.worker.take().map(|w| w.join()) {
-            Some(Ok(id)) => Ok(id),
-            _ => Err(thread_failed()),
         }
     }
 }
 
+/// Starts the cutting and hashing threads, if both can be started.
+fn spawn_stages(c: &Config) -> Option<Stages> {
+    // Room for every buffer and the end: sending never waits, so only
+    // `next` waits, for threads that are working.
+    let (block_tx, block_rx) = sync_channel::<ToCutter>(BUFFERS + 1);
+    let (job_tx, job_rx) = sync_channel::<Job>(256);
+    let (msg_tx, msg_rx) = sync_channel::<Msg>(256);
+    let mut hashing = Hashing { kind: c.hash, whole: None };
+    // Each thread ends when its input channel closes or its output is
+    // dropped, so none outlives an abandoned add.
+    std::thread::Builder::new()
+        .name("bale-hash".into())
+        .spawn(move || {
+            while let Ok(j) = job_rx.recv() {
+                if let Some(m) = hashing.job(j)
+                    && msg_tx.send(m).is_err()
+                {
+                    return;
+                }
+            }
+        })
+        .ok()?;
+    let mut cutter = Cutter::new(c);
+    std::thread::Builder::new()
+        .name("bale-cut".into())
+        .spawn(move || {
+            while let Ok(m) = block_rx.recv() {
+                let end = matches!(m, ToCutter::End);
+                if !cutter.feed(m, &mut |j| job_tx.send(j).is_ok()) || end {
+                    return;
+                }
+            }
+        })
+        .ok()?;
+    Some(Stages::Threads { blocks: block_tx, results: msg_rx })
+}
+
 fn thread_failed() -> Error {
-    Error::new(ErrorKind::Io, "the hashing thread failed")
+    Error::new(ErrorKind::Io, "the chunking thread failed")
 }
 
 #[cfg(test)]
@@ -219,31 +314,61 @@ mod tests {
             .collect()
     }
 
-    fn cuts(data: &[u8], reader_step: usize) -> Vec<usize> {
-        struct Trickle<'a>(&'a [u8], usize);
-        impl Read for Trickle<'_> {
-            fn read(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
-                let n = self.0.len().min(b.len()).min(self.1);
-                b[..n].copy_from_slice(&self.0[..n]);
-                self.0 = &self.0[n..];
-                Ok(n)
-            }
-        }
-        let c = Config { chunk_min: 1024, chunk_avg: 4096, chunk_max: 16384, ..Config::default() };
-        let mut ch = Chunker::new(Trickle(data, reader_step), &c);
+    /// Chunk lengths of `data` sent in blocks of `step` bytes; checks
+    /// every chunk id and the whole id on the way.
+    fn cuts_via(mut pipe: ChunkPipe, c: &Config, data: &[u8], step: usize) -> Vec<usize> {
         let mut out = Vec::new();
-        while let Some((_, r)) = ch.next_shared().unwrap() {
-            assert!(r.len() <= 16384);
-            out.push(r.len());
+        let mut joined = Vec::new();
+        let mut take = |o: Out, out: &mut Vec<usize>| match o {
+            Out::Chunk((buf, r), id) => {
+                assert!(r.len() <= c.chunk_max as usize);
+                assert_eq!(id, c.hash.hash(&buf[r.clone()]));
+                joined.extend_from_slice(&buf[r.clone()]);
+                out.push(r.len());
+                None
+            }
+            Out::Whole(id) => Some(id),
+        };
+        let mut rest = data;
+        while !rest.is_empty() {
+            let mut buf = loop {
+                if let Some(b) = pipe.buffer() {
+                    break b;
+                }
+                if let Some(o) = pipe.next(true).unwrap() {
+                    assert!(take(o, &mut out).is_none());
+                }
+            };
+            let h = pipe.headroom();
+            let n = step.min(rest.len()).min(buf.len() - h);
+            buf[h..h + n].copy_from_slice(&rest[..n]);
+            rest = &rest[n..];
+            pipe.send(buf, n).unwrap();
         }
+        pipe.end().unwrap();
+        let whole = loop {
+            if let Some(id) = pipe.next(true).unwrap().and_then(|o| take(o, &mut out)) {
+                break id;
+            }
+        };
+        assert_eq!(whole, c.hash.hash(data));
+        assert_eq!(joined, data);
         out
+    }
+
+    fn cuts(data: &[u8], step: usize) -> Vec<usize> {
+        let c = Config { chunk_min: 1024, chunk_avg: 4096, chunk_max: 16384, ..Config::default() };
+        let threaded = cuts_via(ChunkPipe::new(&c), &c, data, step);
+        assert_eq!(threaded, cuts_via(ChunkPipe::inline(&c), &c, data, step));
+        threaded
     }
 
     #[test]
     fn cut_points_do_not_depend_on_how_the_stream_arrives() {
-        let data = noise(20 << 20, 3);
+        let data = noise(12 << 20, 3);
         let a = cuts(&data, usize::MAX);
         assert_eq!(a, cuts(&data, 7777));
+        assert_eq!(a, cuts(&data, 100));
         assert_eq!(a.iter().sum::<usize>(), data.len());
         assert!(a.len() > 1000);
         // A change in the middle moves only nearby cut points.

@@ -22,7 +22,7 @@ mod transfer;
 mod tree_walk;
 mod validate;
 
-pub use add::Batch;
+pub use add::{Batch, StreamAdd};
 pub use clean::CleanReport;
 pub use config::{Compression, Config};
 pub use dir::{Dir, DirLock, LockMode};
