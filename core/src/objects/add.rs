@@ -19,9 +19,38 @@ use crate::error::{Error, ErrorKind, Result};
 
 /// A staging file is retired (left to the packer) past this size.
 const STAGING_ROTATE: u64 = 64 << 20;
-/// `add_many` commits after this many bytes or objects.
-const BULK_BYTES: u64 = 64 << 20;
-const BULK_OBJECTS: usize = 50_000;
+/// A bulk add commits after this many bytes, or after a number of
+/// objects that starts at `BULK_FIRST` and doubles with every commit up to
+/// `BULK_MOST` ([`BulkPace`]).
+const BULK_BYTES: u64 = 256 << 20;
+const BULK_FIRST: usize = 50_000;
+const BULK_MOST: usize = 400_000;
+
+/// When a bulk add commits. Ids are random, so a commit rewrites about
+/// every index leaf it touches, which is most of them once a batch is as
+/// large as the index has leaves; batches that grow with the load keep
+/// the leaves rewritten over a whole load in proportion to the load
+/// rather than to its square. The limits bound a batch's memory and what
+/// a crash makes a caller add again.
+pub(crate) struct BulkPace {
+    objects: usize,
+}
+
+impl BulkPace {
+    pub fn new() -> BulkPace {
+        BulkPace { objects: BULK_FIRST }
+    }
+
+    /// Whether a batch of `objects` objects and `bytes` bytes should
+    /// commit now.
+    pub fn due(&mut self, objects: usize, bytes: u64) -> bool {
+        let due = objects >= self.objects || bytes >= BULK_BYTES;
+        if due {
+            self.objects = (self.objects * 2).min(BULK_MOST);
+        }
+        due
+    }
+}
 
 /// What a batch will write to the index for one id.
 #[derive(Debug, Clone, Copy)]
@@ -125,9 +154,10 @@ impl ObjectStore {
     pub fn add_many<'d, I: IntoIterator<Item = &'d [u8]>>(&self, items: I) -> Result<Vec<ObjectId>> {
         let mut ids = Vec::new();
         let mut b = self.batch_packed()?;
+        let mut pace = BulkPace::new();
         for data in items {
             ids.push(b.add(data)?);
-            if b.bytes >= BULK_BYTES || b.objects >= BULK_OBJECTS {
+            if pace.due(b.objects, b.bytes) {
                 b.commit()?;
                 b = self.batch_packed()?;
             }
@@ -586,5 +616,28 @@ impl StreamAdd<'_, '_> {
         r?;
         b.objects += 1;
         Ok(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bulk_batches_double_up_to_a_cap_and_bytes_end_one_early() {
+        let mut p = BulkPace::new();
+        let mut sizes = Vec::new();
+        let mut n = 0;
+        for _ in 0..2_000_000 {
+            n += 1;
+            if p.due(n, 0) {
+                sizes.push(n);
+                n = 0;
+            }
+        }
+        assert_eq!(sizes[..5], [BULK_FIRST, 2 * BULK_FIRST, 4 * BULK_FIRST, 8 * BULK_FIRST, BULK_MOST]);
+        assert!(sizes.iter().all(|&s| s <= BULK_MOST));
+        assert!(BulkPace::new().due(1, BULK_BYTES));
+        assert!(!BulkPace::new().due(1, BULK_BYTES - 1));
     }
 }

@@ -9,6 +9,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use super::add::BulkPace;
 use super::hash::ObjectId;
 use super::pack::Progress;
 use super::store::ObjectStore;
@@ -42,10 +43,6 @@ pub struct AddTreeReport {
     pub skipped: Vec<String>,
 }
 
-/// Files or bytes per commit: bounds what a crash loses and the batch's
-/// memory.
-const COMMIT_FILES: usize = 20_000;
-const COMMIT_BYTES: u64 = 256 << 20;
 /// Deepest directory nesting walked.
 const MAX_DEPTH: usize = 4096;
 
@@ -70,6 +67,8 @@ impl ObjectStore {
         let mut pending: Vec<(Vec<u8>, ObjectId)> = Vec::new();
         let mut batch = self.batch_packed()?;
         let mut batch_bytes = 0u64;
+        let mut batch_files = 0usize;
+        let mut pace = BulkPace::new();
         let mut stack: Vec<(PathBuf, Vec<u8>, usize)> = vec![(root.to_path_buf(), Vec::new(), 0)];
         while let Some((dir, rel, depth)) = stack.pop() {
             report.dirs += 1;
@@ -117,14 +116,16 @@ impl ObjectStore {
                 report.files += 1;
                 report.bytes += len;
                 batch_bytes += len;
+                batch_files += 1;
                 if paths.is_some() {
                     pending.push((child_rel, id));
                 }
-                if (report.files as usize).is_multiple_of(COMMIT_FILES) || batch_bytes >= COMMIT_BYTES {
+                if pace.due(batch_files, batch_bytes) {
                     batch.commit()?;
                     record_paths(paths, &mut pending)?;
                     batch = self.batch_packed()?;
                     batch_bytes = 0;
+                    batch_files = 0;
                 }
                 progress(report.bytes, 0);
             }
