@@ -1,7 +1,8 @@
 //! Importing a disk-objectstore container: its loose objects and the packed
-//! objects its SQLite index lists. Reading SQLite is left to the caller
-//! (the CLI and Python read `packs.idx` and hand over the rows), so the core
-//! needs no SQL engine. Every object is checked against its SHA-256 key.
+//! objects its SQLite index lists. With the `dos-import` feature (on by
+//! default) the core reads the container itself (`config.json`, and
+//! `packs.idx` through SQLite); without it the caller hands over the rows.
+//! Every object is checked against its SHA-256 key.
 
 #![cfg(unix)]
 
@@ -49,16 +50,38 @@ pub struct DosPacked {
 /// Content bytes per commit of the destination.
 const COMMIT_BYTES: u64 = 256 << 20;
 
-/// Hashes with SHA-256 what passes through, to check it against the key.
-struct Sha256Tee<R> {
+/// Hashes with SHA-256 what passes through, to check it against the key,
+/// and keeps the container's failure, which the batch reports only as a
+/// failed stream.
+struct Sha256Tee<'k, R> {
     inner: R,
+    key: &'k str,
     h: sha2::Sha256,
     n: u64,
+    failed: Option<Error>,
 }
 
-impl<R: Read> Read for Sha256Tee<R> {
+impl<R: Read> Read for Sha256Tee<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let k = self.inner.read(buf)?;
+        let k = match self.inner.read(buf) {
+            Ok(k) => k,
+            Err(e) => {
+                self.failed = Some(match e.kind() {
+                    // A pack that ends early, or zlib data that does not decode.
+                    std::io::ErrorKind::UnexpectedEof
+                    | std::io::ErrorKind::InvalidData
+                    | std::io::ErrorKind::InvalidInput => Error::new(
+                        ErrorKind::Corrupt,
+                        format!("container object {}: {e}; the container is damaged", self.key),
+                    ),
+                    _ => Error::io(
+                        &format!("cannot read container object {}", self.key),
+                        std::io::Error::new(e.kind(), e.to_string()),
+                    ),
+                });
+                return Err(e);
+            }
+        };
         self.h.update(&buf[..k]);
         self.n += k as u64;
         Ok(k)
@@ -129,8 +152,8 @@ impl ObjectStore {
                 report.objects_present += 1;
                 return Ok(None);
             }
-            let mut tee = Sha256Tee { inner: r, h: sha2::Sha256::new(), n: 0 };
-            let id = batch.add_reader(&mut tee)?;
+            let mut tee = Sha256Tee { inner: r, key, h: sha2::Sha256::new(), n: 0, failed: None };
+            let id = batch.add_reader(&mut tee).map_err(|e| tee.failed.take().unwrap_or(e))?;
             let got = ObjectId::from_bytes(HashKind::Sha256, &tee.h.finalize())?;
             if !got.to_hex().eq_ignore_ascii_case(key) {
                 return Err(damaged(key, format!("its content hashes to {got}")));
@@ -141,7 +164,10 @@ impl ObjectStore {
             Ok(Some(tee.n))
         };
 
-        // Loose objects: loose/<prefix>/<rest>, uncompressed.
+        // Loose objects: loose/<prefix>/<rest>, uncompressed. Their keys are
+        // kept: `pack_all_loose` leaves an object loose as well as packed
+        // until `clean_storage` runs, and its packed copy is then skipped.
+        let mut loose_keys: Vec<ObjectId> = Vec::new();
         let loose = c.root.join("loose");
         if loose.exists() {
             for d in sorted_dir(&loose)? {
@@ -156,6 +182,7 @@ impl ObjectStore {
                         return Err(Error::invalid(format!("{} is not a loose object name; refusing it", f.display())));
                     }
                     let mut file = open_regular(&f)?;
+                    loose_keys.push(ObjectId::from_hex(HashKind::Sha256, &key)?);
                     pending += add(&mut batch, &key, &mut file, &mut report)?.unwrap_or(0);
                     done += 1;
                     progress(done, 0);
@@ -169,11 +196,17 @@ impl ObjectStore {
         }
 
         // Packed objects: packs/<pack_id> at offset, zlib when compressed.
+        loose_keys.sort_unstable();
         let mut packs: HashMap<u64, File> = HashMap::new();
         for row in packed {
             let row = row?;
-            if !is_sha256_hex(&row.hashkey) {
+            let Ok(key) = ObjectId::from_hex(HashKind::Sha256, &row.hashkey) else {
                 return Err(Error::invalid(format!("{:?} is not a SHA-256 key", row.hashkey)));
+            };
+            if loose_keys.binary_search(&key).is_ok() {
+                done += 1;
+                progress(done, 0);
+                continue;
             }
             let f = match packs.entry(row.pack_id) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
@@ -228,4 +261,105 @@ fn sorted_dir(p: &Path) -> Result<Vec<PathBuf>> {
         .map_err(|e| Error::io(&format!("cannot list {}", p.display()), e))?;
     v.sort();
     Ok(v)
+}
+
+/// Largest `config.json` read (a container's is about 200 bytes).
+#[cfg(feature = "dos-import")]
+const MAX_CONFIG_BYTES: u64 = 64 << 10;
+
+#[cfg(feature = "dos-import")]
+fn container_corrupt(what: impl std::fmt::Display) -> Error {
+    Error::corrupt(format!("disk-objectstore container: {what}"))
+}
+
+#[cfg(feature = "dos-import")]
+impl DosContainer {
+    /// The container at `root`, as its `config.json` describes it.
+    pub fn open(root: impl AsRef<Path>) -> Result<DosContainer> {
+        let root = root.as_ref();
+        let path = root.join("config.json");
+        let f = File::open(&path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => Error::new(
+                ErrorKind::NotFound,
+                format!("{} is not a disk-objectstore container: it has no config.json", root.display()),
+            ),
+            _ => Error::io(&format!("cannot read {}", path.display()), e),
+        })?;
+        let mut text = Vec::new();
+        f.take(MAX_CONFIG_BYTES)
+            .read_to_end(&mut text)
+            .map_err(|e| Error::io(&format!("cannot read {}", path.display()), e))?;
+        let v: serde_json::Value = serde_json::from_slice(&text)
+            .map_err(|e| container_corrupt(format!("config.json is not JSON of at most 64 KiB: {e}")))?;
+        let text_field = |name: &str| {
+            v.get(name)
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_string)
+                .ok_or_else(|| container_corrupt(format!("config.json has no text field {name}")))
+        };
+        let loose_prefix_len = v
+            .get("loose_prefix_len")
+            .and_then(serde_json::Value::as_u64)
+            .filter(|n| *n <= 64)
+            .ok_or_else(|| container_corrupt("config.json has no loose_prefix_len of at most 64"))?;
+        Ok(DosContainer {
+            root: root.to_path_buf(),
+            hash_type: text_field("hash_type")?,
+            loose_prefix_len: loose_prefix_len as usize,
+            compression: text_field("compression_algorithm")?,
+        })
+    }
+}
+
+#[cfg(feature = "dos-import")]
+fn sql(e: rusqlite::Error) -> Error {
+    container_corrupt(format!("packs.idx: {e}"))
+}
+
+#[cfg(feature = "dos-import")]
+fn packed_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DosPacked> {
+    let n = |i: usize| -> rusqlite::Result<u64> {
+        let v: i64 = r.get(i)?;
+        u64::try_from(v).map_err(|_| rusqlite::Error::IntegralValueOutOfRange(i, v))
+    };
+    Ok(DosPacked {
+        hashkey: r.get(0)?,
+        compressed: r.get(1)?,
+        size: n(2)?,
+        offset: n(3)?,
+        length: n(4)?,
+        pack_id: n(5)?,
+    })
+}
+
+#[cfg(feature = "dos-import")]
+impl ObjectStore {
+    /// Imports the disk-objectstore container at `root`: its `config.json`
+    /// and its SQLite index `packs.idx` (opened read-only; a damaged one is
+    /// `CORRUPT`) are read here, then as
+    /// [`import_disk_objectstore`](Self::import_disk_objectstore).
+    pub fn import_dos_container(&self, root: impl AsRef<Path>, progress: Progress<'_>) -> Result<TransferReport> {
+        self.check_writable()?;
+        let c = DosContainer::open(root)?;
+        let idx = c.root.join("packs.idx");
+        if !idx.is_file() {
+            return Err(container_corrupt(format!("{} is missing", idx.display())));
+        }
+        let db = rusqlite::Connection::open_with_flags(
+            &idx,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(sql)?;
+        // The file is not trusted: no functions with side effects from its
+        // schema, and cell sizes checked as pages are read.
+        db.execute_batch("PRAGMA trusted_schema = OFF; PRAGMA cell_size_check = ON;").map_err(sql)?;
+        // Pack by pack, in offset order: the packs are read front to back.
+        let mut stmt = db
+            .prepare(
+                "SELECT hashkey, compressed, size, offset, length, pack_id FROM db_object ORDER BY pack_id, offset",
+            )
+            .map_err(sql)?;
+        let mut rows = stmt.query_map([], packed_row).map_err(sql)?.map(|r| r.map_err(sql));
+        self.import_disk_objectstore(&c, &mut rows, progress)
+    }
 }
