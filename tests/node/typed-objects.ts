@@ -113,6 +113,8 @@ async function main(path: string): Promise<void> {
   const exportedSync: TransferReport = s.exportToSync('/tmp/other')
   const imported: TransferReport = await s.importFrom('/tmp/other', null)
   const importedSync: TransferReport = s.importFromSync(other)
+  const fromDos: TransferReport = await s.importDos('/tmp/container')
+  const fromDosSync: TransferReport = s.importDosSync('/tmp/container')
   s.close()
 
   void [badHash, h, policy, flags, where, version, id2, id3, fromFile, fromFileSync, many, manySync, streamed]
@@ -121,6 +123,7 @@ async function main(path: string): Promise<void> {
   void [deleted, deletedSync, packed.filesRemoved, packedSync, repacked, repackedSync, validSync.ok, problemCode]
   void [rebuilt.objects, rebuiltSync, cleaned.bytesFreed, cleanedSync, added.skipped, addedSync.files]
   void [exported.objectsCopied, exportedSync, imported.objectsPresent, importedSync.bytesCopied]
+  void [fromDos.objectsCopied, fromDosSync.objectsPresent]
 }
 
 void main

@@ -194,7 +194,7 @@ impl From<core::RebuildReport> for RebuildReport {
     }
 }
 
-/// What `exportTo()` or `importFrom()` copied.
+/// What `exportTo()`, `importFrom()` or `importDos()` copied.
 #[napi(object)]
 pub struct TransferReport {
     /// Objects written to the destination, and their content bytes.

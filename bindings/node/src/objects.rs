@@ -418,6 +418,21 @@ impl Objects {
         self.transfer_impl(&env, src, ids, Direction::Import, true)
     }
 
+    /// Copies every object of the disk-objectstore container at `path` (its
+    /// loose objects, and the packed ones its SQLite index `packs.idx`
+    /// lists) that this store lacks, as `bale obj import-dos` does. Each is
+    /// checked against its SHA-256 key (`CHECKSUM_MISMATCH`); a damaged
+    /// container is `CORRUPT`. A SHA-256 store keeps the container's ids.
+    #[napi(ts_args_type = "path: string", ts_return_type = "Promise<TransferReport>")]
+    pub fn import_dos(&self, env: Env, path: Raw) -> Result<Raw> {
+        self.import_dos_impl(&env, path, false)
+    }
+
+    #[napi(ts_args_type = "path: string", ts_return_type = "TransferReport")]
+    pub fn import_dos_sync(&self, env: Env, path: Raw) -> Result<Raw> {
+        self.import_dos_impl(&env, path, true)
+    }
+
     /// Starts an object fed chunk by chunk (lib/objects.js's `addStream`).
     #[napi(js_name = "_sink", skip_typescript)]
     pub fn sink(&self, env: Env) -> Result<External<Sink>> {
@@ -578,6 +593,14 @@ impl Objects {
                 let opts = AddTreeOptions { links };
                 add_tree_into(s, &dir, &opts, paths.as_deref()).map(AddTreeReport::from)
             })
+        })
+    }
+
+    fn import_dos_impl(&self, env: &Env, path: Raw, sync: bool) -> Result<Raw> {
+        // The objects go into packs, through the packer lock.
+        call(env, &self.handle, sync, Access::Packer, |_| {
+            let p = PathBuf::from(convert::text(env.raw(), path.0, "path")?);
+            Ok(move |s: &ObjectStore| s.import_dos_container(&p, &mut |_, _| {}).map(TransferReport::from))
         })
     }
 

@@ -483,6 +483,17 @@ impl ObjectStore {
         transfer(py, other_store(src, "src")?.get(), self, ids, "import_from")
     }
 
+    /// Copies every object of the disk-objectstore container at `path`
+    /// (its loose objects, and the packed ones its SQLite index `packs.idx`
+    /// lists) that this store lacks. Each is checked against its SHA-256
+    /// key (`ChecksumMismatchError`); a damaged container raises
+    /// `CorruptError` and links inside it are refused. A store made with
+    /// `hash="sha256"` keeps the container's ids.
+    fn import_dos(&self, py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<TransferReport> {
+        let path: PathBuf = typed(Some(path), "path", "a str or os.PathLike", PathBuf::new())?;
+        self.run(py, |s| s.import_dos_container(&path, &mut |_, _| {})).map(TransferReport)
+    }
+
     /// Packs what no writer holds, removes what interrupted operations
     /// left, and compacts the index (a single-file store only drops
     /// unreachable chunks). Needs the store to itself, as `delete` does.

@@ -459,6 +459,10 @@ class ObjectStore:
         unless `skip_links=True` leaves them out."""
     def export_to(self, dest: ObjectStore, ids: Iterable[_Id] | None = None) -> TransferReport: ...
     def import_from(self, src: ObjectStore, ids: Iterable[_Id] | None = None) -> TransferReport: ...
+    def import_dos(self, path: _Path) -> TransferReport:
+        """Copies every object of a disk-objectstore container that this
+        store lacks, each checked against its SHA-256 key; a `hash="sha256"`
+        store keeps the container's ids."""
     def get(self, id: _Id, *, verify: bool = False) -> bytes: ...
     def get_range(self, id: _Id, offset: int, length: int) -> bytes: ...
     def open(self, id: _Id, *, verify: bool = False) -> ObjectFile: ...
@@ -666,7 +670,7 @@ class AddTreeReport:
 
 @final
 class TransferReport:
-    """What `export_to()` or `import_from()` copied."""
+    """What `export_to()`, `import_from()` or `import_dos()` copied."""
 
     @property
     def objects_copied(self) -> int: ...

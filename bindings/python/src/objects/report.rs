@@ -129,8 +129,8 @@ report!(
 );
 
 report!(
-    /// `export_to()` / `import_from()`: objects copied and their content
-    /// bytes, and objects the destination had already.
+    /// `export_to()` / `import_from()` / `import_dos()`: objects copied and
+    /// their content bytes, and objects the destination had already.
     TransferReport(core::TransferReport) { objects_copied: u64, bytes_copied: u64, objects_present: u64 }
     shown: [] fields [];
 );
