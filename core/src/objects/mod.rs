@@ -31,7 +31,7 @@ pub use dos_import::{DosContainer, DosPacked};
 pub use hash::{HashKind, ObjectId};
 pub use pack::PackReport;
 pub use pack::Progress;
-pub use read::{ObjectMeta, ObjectReader, ObjectStats};
+pub use read::{ObjectMeta, ObjectReader, ObjectStats, ObjectsInDiskOrder};
 pub use store::{ObjectOptions, ObjectStore};
 pub use transfer::TransferReport;
 #[cfg(unix)]

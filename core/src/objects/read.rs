@@ -70,11 +70,25 @@ impl ObjectStore {
 
     /// The raw payload of the record of `id` (any kind), following moves.
     pub(crate) fn payload(&self, id: &ObjectId, out: &mut Vec<u8>) -> Result<(Entry, RecordHeader)> {
+        self.payload_from(id, None, out)
+    }
+
+    /// `payload`, trying `known` (an entry just read) before looking the id
+    /// up: the index is read again only when the record has moved.
+    fn payload_from(
+        &self,
+        id: &ObjectId,
+        mut known: Option<Entry>,
+        out: &mut Vec<u8>,
+    ) -> Result<(Entry, RecordHeader)> {
         let mut gone = None;
         for _ in 0..MOVE_RETRIES {
-            let e = self.entry(id)?.ok_or_else(|| {
-                Error::new(ErrorKind::NotFound, format!("record {id} is missing (deleted while being read?)"))
-            })?;
+            let e = match known.take() {
+                Some(e) => e,
+                None => self.entry(id)?.ok_or_else(|| {
+                    Error::new(ErrorKind::NotFound, format!("record {id} is missing (deleted while being read?)"))
+                })?,
+            };
             if gone == Some(e.loc) {
                 // Not moved: the file the index names is really missing.
                 return Err(Error::corrupt(format!(
@@ -98,9 +112,14 @@ impl ObjectStore {
     pub fn get(&self, id: &ObjectId) -> Result<Vec<u8>> {
         self.check_open()?;
         let e = self.object_entry(id)?;
+        self.content(id, e)
+    }
+
+    /// The whole content of the object whose entry is `e`.
+    fn content(&self, id: &ObjectId, e: Entry) -> Result<Vec<u8>> {
         let mut out = Vec::new();
         if e.kind == RecordKind::Blob {
-            self.payload(id, &mut out)?;
+            self.payload_from(id, Some(e), &mut out)?;
             return Ok(out);
         }
         let size =
@@ -111,7 +130,8 @@ impl ObjectStore {
                 format!("object {id} of {size} bytes does not fit in memory; read it as a stream"),
             )
         })?;
-        let mut r = self.reader(id)?;
+        let mut r = self.reader_of(id, e);
+        r.known = Some(e);
         r.read_to_end(&mut out).map_err(from_io)?;
         Ok(out)
     }
@@ -154,11 +174,18 @@ impl ObjectStore {
     pub fn reader(&self, id: &ObjectId) -> Result<ObjectReader> {
         self.check_open()?;
         let e = self.object_entry(id)?;
-        Ok(ObjectReader {
+        Ok(self.reader_of(id, e))
+    }
+
+    /// A reader of the object whose entry is `e`. Its first read looks the
+    /// id up again (a reader may be kept long), unless `known` is set.
+    fn reader_of(&self, id: &ObjectId, e: Entry) -> ObjectReader {
+        ObjectReader {
             store: self.clone(),
             id: *id,
             size: e.size,
             chunked: e.kind == RecordKind::Root,
+            known: None,
             root_level: 0,
             pos: 0,
             path: Vec::new(),
@@ -166,7 +193,7 @@ impl ObjectStore {
             chunk_start: 0,
             verify: false,
             failed: None,
-        })
+        }
     }
 
     /// Ids of every object, in id order.
@@ -207,10 +234,25 @@ impl ObjectStore {
         Ok(())
     }
 
-    /// Contents of many objects, yielded in the order their records lie on
-    /// disk (pack by pack, offset by offset) so the reads are sequential.
-    /// Missing ids are reported as `NOT_FOUND` items.
+    /// Contents of many objects, in the order their records lie on disk
+    /// (pack by pack, offset by offset; id order in a single-file store) so
+    /// the reads are sequential, each id once; missing ids come last, in id
+    /// order, as `NOT_FOUND` items. Every object is
+    /// held in memory at once: [`iter_many_in_disk_order`] yields them one
+    /// by one.
+    ///
+    /// [`iter_many_in_disk_order`]: Self::iter_many_in_disk_order
     pub fn get_many_in_disk_order(&self, ids: &[ObjectId]) -> Result<Vec<(ObjectId, Result<Vec<u8>>)>> {
+        Ok(self.iter_many_in_disk_order(ids)?.collect())
+    }
+
+    /// The objects of `ids` one by one, as [`get_many_in_disk_order`] lists
+    /// them: every id is looked up once, in one snapshot of the index, and
+    /// each object is read only when the iterator reaches it, so that at
+    /// most one object's content is held at a time (the one handed out).
+    ///
+    /// [`get_many_in_disk_order`]: Self::get_many_in_disk_order
+    pub fn iter_many_in_disk_order(&self, ids: &[ObjectId]) -> Result<ObjectsInDiskOrder> {
         self.check_open()?;
         let mut located = Vec::with_capacity(ids.len());
         let mut missing = Vec::new();
@@ -220,25 +262,47 @@ impl ObjectStore {
                 match r.get(&super::entry::entry_key(id))? {
                     Some(v) => {
                         let e = Entry::decode(&v.to_vec()?, id)?;
-                        if e.is_object() { located.push((e.loc, *id)) } else { missing.push(*id) }
+                        if e.is_object() { located.push((e.loc, *id, e)) } else { missing.push(*id) }
                     }
                     None => missing.push(*id),
                 }
             }
         }
-        located.sort();
-        located.dedup();
-        let mut out = Vec::with_capacity(located.len() + missing.len());
-        for (_, id) in located {
-            let v = self.get(&id);
-            out.push((id, v));
-        }
-        for id in missing {
-            out.push((id, Err(not_found(&id))));
-        }
-        Ok(out)
+        located.sort_unstable_by_key(|(loc, id, _)| (*loc, *id));
+        located.dedup_by_key(|(_, id, _)| *id);
+        missing.sort_unstable();
+        missing.dedup();
+        Ok(ObjectsInDiskOrder { store: self.clone(), located: located.into_iter(), missing: missing.into_iter() })
     }
 }
+
+/// The objects of [`ObjectStore::iter_many_in_disk_order`]: `(id, content)`
+/// in on-disk order, then `(id, NOT_FOUND)` for each missing id. A failed
+/// read is that object's item; the others still come.
+pub struct ObjectsInDiskOrder {
+    store: ObjectStore,
+    located: std::vec::IntoIter<(super::entry::Location, ObjectId, Entry)>,
+    missing: std::vec::IntoIter<ObjectId>,
+}
+
+impl Iterator for ObjectsInDiskOrder {
+    type Item = (ObjectId, Result<Vec<u8>>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some((_, id, e)) = self.located.next() {
+            let v = self.store.check_open().and_then(|()| self.store.content(&id, e));
+            return Some((id, v));
+        }
+        self.missing.next().map(|id| (id, Err(not_found(&id))))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.located.len() + self.missing.len();
+        (n, Some(n))
+    }
+}
+
+impl ExactSizeIterator for ObjectsInDiskOrder {}
 
 /// Counts and sizes of a whole store, from one index snapshot.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -338,6 +402,8 @@ pub struct ObjectReader {
     id: ObjectId,
     size: u64,
     chunked: bool,
+    /// The entry of the object's top record, for its first read.
+    known: Option<Entry>,
     root_level: u8,
     pos: u64,
     path: Vec<Level>,
@@ -398,14 +464,14 @@ impl ObjectReader {
     fn load(&mut self, pos: u64) -> Result<()> {
         let store = self.store.clone();
         if !self.chunked {
-            store.payload(&self.id, &mut self.chunk)?;
+            store.payload_from(&self.id, self.known.take(), &mut self.chunk)?;
             self.chunk_start = 0;
             return self.check_chunk(self.id, self.size);
         }
         let id_len = store.hash_kind().id_len();
         if self.path.is_empty() {
             let mut buf = Vec::new();
-            let (_, h) = store.payload(&self.id, &mut buf)?;
+            let (_, h) = store.payload_from(&self.id, self.known.take(), &mut buf)?;
             let list = decode_list(&buf, id_len, h.level)?;
             if h.kind != RecordKind::Root || list.total != self.size {
                 return Err(Error::corrupt(format!("object {}: its chunk list does not add up to its size", self.id)));

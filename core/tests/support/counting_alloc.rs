@@ -1,6 +1,8 @@
 //! A global allocator that records the largest single allocation, so that
-//! bad-input tests can assert that no hostile length drove a huge one. A
-//! test crate installs it with `#[global_allocator]` and reads `LARGEST`.
+//! bad-input tests can assert that no hostile length drove a huge one, and
+//! the bytes allocated at once, so that streaming tests can assert a bound.
+//! A test crate installs it with `#[global_allocator]` and reads `LARGEST`,
+//! or `LIVE` and `PEAK`.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -9,26 +11,52 @@ pub struct Counting;
 
 /// The largest allocation since it was last reset.
 pub static LARGEST: AtomicUsize = AtomicUsize::new(0);
+/// Bytes allocated and not yet freed.
+pub static LIVE: AtomicUsize = AtomicUsize::new(0);
+/// The most `LIVE` has been since it was last reset (to `LIVE`).
+pub static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+fn grew(n: usize) {
+    let now = LIVE.fetch_add(n, Ordering::Relaxed) + n;
+    PEAK.fetch_max(now, Ordering::Relaxed);
+}
 
 // SAFETY: forwards to the system allocator, only recording sizes.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         LARGEST.fetch_max(l.size(), Ordering::Relaxed);
         // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(l) }
+        let p = unsafe { System.alloc(l) };
+        if !p.is_null() {
+            grew(l.size());
+        }
+        p
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
         // SAFETY: same contract as the caller's.
         unsafe { System.dealloc(p, l) }
     }
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
         LARGEST.fetch_max(l.size(), Ordering::Relaxed);
         // SAFETY: same contract as the caller's.
-        unsafe { System.alloc_zeroed(l) }
+        let p = unsafe { System.alloc_zeroed(l) };
+        if !p.is_null() {
+            grew(l.size());
+        }
+        p
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
         LARGEST.fetch_max(new, Ordering::Relaxed);
         // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(p, l, new) }
+        let q = unsafe { System.realloc(p, l, new) };
+        if !q.is_null() {
+            if new >= l.size() {
+                grew(new - l.size());
+            } else {
+                LIVE.fetch_sub(l.size() - new, Ordering::Relaxed);
+            }
+        }
+        q
     }
 }
