@@ -96,6 +96,14 @@ fn objects_come_in_disk_order_each_once_and_missing_ones_last() {
             );
         };
         check(&s);
+        let it = s.iter_many_in_disk_order(&asked).unwrap();
+        assert_eq!(it.missing(), &missing[..]);
+        let e = s.iter_many_in_disk_order(&asked).unwrap().require_all().err().unwrap();
+        assert_eq!(e.kind(), ErrorKind::NotFound);
+        assert!(e.message().contains(&missing[0].to_hex()), "{}", e.message());
+        let found: Vec<_> = it.skip_missing().map(|(id, v)| (id, v.unwrap())).collect();
+        assert_eq!(found.len(), 10);
+        assert_eq!(s.iter_many_in_disk_order(&ids).unwrap().require_all().unwrap().count(), 10);
         if !single_file {
             s.pack().unwrap();
             check(&s);

@@ -285,6 +285,28 @@ pub struct ObjectsInDiskOrder {
     missing: std::vec::IntoIter<ObjectId>,
 }
 
+impl ObjectsInDiskOrder {
+    /// The ids asked for that are not stored, in id order.
+    pub fn missing(&self) -> &[ObjectId] {
+        self.missing.as_slice()
+    }
+
+    /// Fails with `NOT_FOUND`, naming the first missing id, before anything
+    /// is read.
+    pub fn require_all(self) -> Result<ObjectsInDiskOrder> {
+        match self.missing().first() {
+            Some(id) => Err(not_found(id)),
+            None => Ok(self),
+        }
+    }
+
+    /// Leaves the missing ids out: the objects found are all that come.
+    pub fn skip_missing(mut self) -> ObjectsInDiskOrder {
+        self.missing = Vec::new().into_iter();
+        self
+    }
+}
+
 impl Iterator for ObjectsInDiskOrder {
     type Item = (ObjectId, Result<Vec<u8>>);
 
