@@ -12,8 +12,8 @@
 //! Closing waits for the calls other threads are running on the handle
 //! (they hold its shared store lock, which `close` releases), so that no
 //! write of a closed handle can overlap another process's maintenance.
-//! Files opened with `open()` and finished `get_many` results need no lock
-//! and keep working after `close`.
+//! Files opened with `open()` need no lock and keep working after `close`;
+//! a `get_many` iteration is a call at each step, so it ends with the store.
 
 use std::borrow::Cow;
 use std::path::PathBuf;
@@ -575,14 +575,17 @@ impl ObjectStore {
     }
 
     /// `(id, content)` of each of `ids`, in the order the records lie on
-    /// disk (so the reads are sequential), each id once. A missing id
-    /// raises `NotFoundError` before anything is yielded, unless
-    /// `skip_missing=True`, which leaves it out.
+    /// disk (so the reads are sequential), each id once, each object read
+    /// when the iteration reaches it. A missing id raises `NotFoundError`
+    /// before anything is yielded, unless `skip_missing=True`, which leaves
+    /// it out.
     #[pyo3(signature = (ids, *, skip_missing=false))]
-    fn get_many(&self, py: Python<'_>, ids: &Bound<'_, PyAny>, skip_missing: bool) -> PyResult<ObjectIterator> {
-        let ids = self.ids_arg(ids, "get_many")?;
-        let items = self.run(py, |s| s.get_many_in_disk_order(&ids))?;
-        ObjectIterator::new(py, items, skip_missing)
+    fn get_many(slf: &Bound<'_, Self>, ids: &Bound<'_, PyAny>, skip_missing: bool) -> PyResult<ObjectIterator> {
+        let py = slf.py();
+        let me = slf.get();
+        let ids = me.ids_arg(ids, "get_many")?;
+        let items = me.run(py, |s| s.iter_many_in_disk_order(&ids))?;
+        ObjectIterator::new(slf.clone().unbind(), items, skip_missing).py(py)
     }
 
     /// Removes objects; returns how many of `ids` were stored. Their space

@@ -474,9 +474,10 @@ class ObjectStore:
     def __iter__(self) -> Iterator[str]: ...
     def __len__(self) -> int: ...
     def get_many(self, ids: Iterable[_Id], *, skip_missing: bool = False) -> ObjectIterator:
-        """`(id, content)` in on-disk order, each id once. A missing id
-        raises `NotFoundError` before anything is yielded, unless
-        `skip_missing=True` leaves it out."""
+        """`(id, content)` in on-disk order, each id once, each object read
+        when the iteration reaches it. A missing id raises `NotFoundError`
+        before anything is yielded, unless `skip_missing=True` leaves it
+        out."""
     def delete(self, ids: Iterable[_Id]) -> int: ...
     def pack(self) -> PackReport: ...
     def repack(self, compression: Literal["never", "auto", "always"] | None = None) -> PackReport: ...
@@ -522,7 +523,9 @@ class ObjectReader:
 
 @final
 class ObjectIterator:
-    """The `(id, content)` pairs of `get_many`."""
+    """The `(id, content)` pairs of `get_many`, read one at a time; each
+    step is a call on the store (`ClosedError` once it is closed), and an
+    error is raised again by every later step."""
 
     def __iter__(self) -> Self: ...
     def __next__(self) -> tuple[str, bytes]: ...

@@ -1,12 +1,12 @@
 //! What reads hand out: `ObjectReader`, the engine of `bale.ObjectFile`
 //! (`store.open(id)`), and `ObjectIterator` (`store.get_many(ids)`).
 
-use bale::objects::{self as core, ObjectId};
+use bale::objects as core;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyType};
 
-use super::hex;
+use super::{ObjectStore, hex};
 use crate::ForkSafe;
 use crate::value::{Position, ReadAt, open_mut};
 
@@ -83,29 +83,28 @@ impl ObjectReader {
     }
 }
 
-/// `(id, content)` pairs of `get_many`, read before the first is yielded.
+/// `(id, content)` pairs of `get_many`, each object read (with the GIL
+/// released) when the iteration reaches it, so that one object at a time is
+/// held. Each step is a call on the store: `ClosedError` once it is closed.
+/// An error is raised again by every later step.
 #[pyclass(module = "bale")]
 pub struct ObjectIterator {
-    items: std::vec::IntoIter<(ObjectId, Vec<u8>)>,
+    owner: Py<ObjectStore>,
+    items: Option<ForkSafe<core::ObjectsInDiskOrder>>,
+    skip_missing: bool,
+    failed: Option<(bale::ErrorKind, String)>,
 }
 
 impl ObjectIterator {
-    /// The found contents; a missing id is left out with `skip_missing`,
-    /// any other failure raises.
+    /// Over `items`; a missing id is left out with `skip_missing` (and
+    /// any object that goes missing while being read), else it raises here.
     pub(crate) fn new(
-        py: Python<'_>,
-        items: Vec<(ObjectId, bale::Result<Vec<u8>>)>,
+        owner: Py<ObjectStore>,
+        items: core::ObjectsInDiskOrder,
         skip_missing: bool,
-    ) -> PyResult<ObjectIterator> {
-        let mut found = Vec::with_capacity(items.len());
-        for (id, r) in items {
-            match r {
-                Ok(v) => found.push((id, v)),
-                Err(e) if skip_missing && e.kind() == bale::ErrorKind::NotFound => {}
-                Err(e) => return Err(crate::to_py(py, e)),
-            }
-        }
-        Ok(ObjectIterator { items: found.into_iter() })
+    ) -> bale::Result<ObjectIterator> {
+        let items = if skip_missing { items.skip_missing() } else { items.require_all()? };
+        Ok(ObjectIterator { owner, items: Some(ForkSafe::new(items)), skip_missing, failed: None })
     }
 }
 
@@ -115,11 +114,34 @@ impl ObjectIterator {
         slf
     }
 
-    fn __next__<'py>(&mut self, py: Python<'py>) -> Option<(String, Bound<'py, PyBytes>)> {
-        self.items.next().map(|(id, v)| (hex(&id), PyBytes::new(py, &v)))
+    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<(String, Bound<'py, PyBytes>)>> {
+        if let Some((kind, message)) = &self.failed {
+            return Err(crate::to_py(py, bale::Error::new(*kind, message.clone())));
+        }
+        loop {
+            let Some(items) = self.items.as_mut() else { return Ok(None) };
+            let items = items.get_mut()?;
+            let call = self.owner.get().call(py)?;
+            let next = py.detach(|| items.next());
+            drop(call);
+            match next {
+                None => {
+                    self.items = None;
+                    return Ok(None);
+                }
+                Some((id, Ok(v))) => return Ok(Some((hex(&id), PyBytes::new(py, &v)))),
+                Some((_, Err(e))) if self.skip_missing && e.kind() == bale::ErrorKind::NotFound => {}
+                Some((_, Err(e))) => {
+                    self.failed = Some((e.kind(), e.message().to_string()));
+                    self.items = None;
+                    return Err(crate::to_py(py, e));
+                }
+            }
+        }
     }
 
+    /// Objects not yet yielded.
     fn __length_hint__(&self) -> usize {
-        self.items.len()
+        self.items.as_ref().and_then(ForkSafe::peek).map_or(0, ExactSizeIterator::len)
     }
 }
