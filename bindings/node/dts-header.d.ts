@@ -449,6 +449,11 @@ export interface ObjectReadStreamOptions {
   verify?: boolean | null
 }
 
+export interface GetManyOptions {
+  /** Leave out the ids that are not stored, instead of failing with `NOT_FOUND`. */
+  skipMissing?: boolean | null
+}
+
 /** What `addStream` reads: a Readable, or any iterable or async iterable of chunks. */
 export type ObjectSource = AsyncIterable<Value> | Iterable<Value>
 
@@ -466,4 +471,15 @@ export interface ObjectStore {
    * pool; errors with `NOT_FOUND` when the object is missing.
    */
   createReadStream(id: ObjectIdLike, options?: ObjectReadStreamOptions | null): Readable
+  /**
+   * `[id, content]` of each of `ids`, in the order their records lie on
+   * disk, each id once. The ids are looked up at the first step, then each
+   * object is read on the thread pool when the iteration reaches it, so one
+   * object at a time is held. A missing id rejects the first step with
+   * `NOT_FOUND`, unless `skipMissing` leaves it out; a failure is given
+   * again by every later step; a closed store is `CLOSED`.
+   */
+  getMany(ids: ObjectIdLike[], options?: GetManyOptions | null): AsyncIterableIterator<[id: string, data: Buffer]>
+  /** `getMany` on the calling thread. Wrong arguments throw at the call. */
+  getManySync(ids: ObjectIdLike[], options?: GetManyOptions | null): IterableIterator<[id: string, data: Buffer]>
 }

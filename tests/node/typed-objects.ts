@@ -113,6 +113,13 @@ async function main(path: string): Promise<void> {
   const exportedSync: TransferReport = s.exportToSync('/tmp/other')
   const imported: TransferReport = await s.importFrom('/tmp/other', null)
   const importedSync: TransferReport = s.importFromSync(other)
+  for await (const [manyId, manyData] of s.getMany([id, raw], { skipMissing: true })) {
+    const pair: [string, Buffer] = [manyId, manyData]
+    void pair
+  }
+  for (const [manyId, manyData] of s.getManySync([id], null)) void [manyId.length, manyData.byteLength]
+  // @ts-expect-error: skipMissing is a boolean
+  void s.getManySync([id], { skipMissing: 1 })
   const fromDos: TransferReport = await s.importDos('/tmp/container')
   const fromDosSync: TransferReport = s.importDosSync('/tmp/container')
   s.close()

@@ -1,7 +1,8 @@
 'use strict'
 // The JS side of ObjectStore (objects.rs): `addStream` (a Node Readable, or
-// any iterable of chunks, in), `createReadStream` (a Readable out), the
-// receiver checks, and the refresh of a Tree that `addTree` wrote paths to.
+// any iterable of chunks, in), `createReadStream` (a Readable out),
+// `getMany` and `getManySync` (iterators over many objects), the receiver
+// checks, and the refresh of a Tree that `addTree` wrote paths to.
 
 const fs = require('node:fs')
 const path = require('node:path')
@@ -151,6 +152,81 @@ function createReadStream(id, options) {
   })
 }
 
+// The `[id, content]` pairs of a native Many, each read when the iteration
+// reaches it. A failure is given again by every later step (the native
+// side keeps it), never taken for the end; leaving a loop early
+// (`return`) releases the Many.
+class ManyIterator {
+  constructor(many) {
+    this.many = many
+  }
+
+  next() {
+    return step(binding._objectManyNextSync(this.many))
+  }
+
+  return(value) {
+    binding._objectManyClose(this.many)
+    return { done: true, value }
+  }
+
+  [Symbol.iterator]() {
+    return this
+  }
+}
+
+// The same, each object read on the thread pool; steps asked for at once
+// resolve in order. `failed` (an argument error) rejects every step, as a
+// Promise-returning call rejects instead of throwing.
+class AsyncManyIterator {
+  constructor(many, failed) {
+    this.many = many
+    this.failed = failed
+    this.last = Promise.resolve()
+  }
+
+  next() {
+    const p = this.last.then(async () => {
+      if (this.failed !== undefined) throw this.failed
+      return step(await binding._objectManyNext(this.many))
+    })
+    this.last = p.catch(() => {})
+    return p
+  }
+
+  async return(value) {
+    if (this.many !== undefined) binding._objectManyClose(this.many)
+    return { done: true, value }
+  }
+
+  [Symbol.asyncIterator]() {
+    return this
+  }
+}
+
+const step = (item) => (item === null ? { done: true, value: undefined } : { done: false, value: item })
+
+// `[id, content]` of each of `ids` in the order their records lie on disk,
+// each id once, one object read at a time (on the thread pool). A missing
+// id rejects the first step with NOT_FOUND, unless `skipMissing`.
+function getMany(ids, options) {
+  if (!(this instanceof ObjectStore)) {
+    return new AsyncManyIterator(undefined, invalid('ObjectStore.getMany must be called on an ObjectStore'))
+  }
+  try {
+    return new AsyncManyIterator(this._many(ids, options), undefined)
+  } catch (e) {
+    return new AsyncManyIterator(undefined, e)
+  }
+}
+
+// getMany on the calling thread: arguments are checked now, the ids
+// looked up at the first step.
+function getManySync(ids, options) {
+  if (!(this instanceof ObjectStore)) throw invalid('ObjectStore.getManySync must be called on an ObjectStore')
+  return new ManyIterator(this._many(ids, options))
+}
+
 // A Tree given as addTree's `paths` was written through a handle of its
 // own: its snapshot of this turn is dropped so that its next read sees the
 // paths (read your own writes, as for the Tree's own commits).
@@ -190,6 +266,8 @@ function addObjects() {
   }
   proto.addStream = addStream
   proto.createReadStream = createReadStream
+  proto.getMany = getMany
+  proto.getManySync = getManySync
 }
 
 module.exports = { addObjects }

@@ -42,7 +42,9 @@ use napi_derive::napi;
 pub use error::{error_codes, error_for_code};
 pub use fast::fast_paths;
 #[cfg(unix)]
-pub use object_streams::{pieces_close, pieces_length, pieces_read, sink_abort, sink_end, sink_write};
+pub use object_streams::{
+    many_close, many_next, many_next_sync, pieces_close, pieces_length, pieces_read, sink_abort, sink_end, sink_write,
+};
 #[cfg(unix)]
 pub use objects::Objects;
 pub use range::Range;

@@ -9,16 +9,17 @@
 //! only once the batch has taken enough (backpressure).
 //!
 //! Out: a `Pieces` reads ranges of one object on the pool, chunk by
-//! chunk, for `createReadStream`.
+//! chunk, for `createReadStream`; a `Many` reads many objects one by one,
+//! in on-disk order, for `getMany` and `getManySync`.
 
 use std::collections::VecDeque;
 use std::io::Read;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use bale::ErrorKind;
-use bale::objects::{ObjectId, ObjectReader, ObjectStore};
-use napi::bindgen_prelude::External;
-use napi::{Env, Result};
+use bale::objects::{ObjectId, ObjectReader, ObjectStore, ObjectsInDiskOrder};
+use napi::bindgen_prelude::{External, ToNapiValue};
+use napi::{Env, Result, sys};
 use napi_derive::napi;
 
 use crate::convert;
@@ -351,4 +352,104 @@ pub fn pieces_read(env: Env, pieces: &External<Pieces>, offset: Raw, length: Raw
 #[napi(js_name = "_objectPiecesClose", skip_typescript)]
 pub fn pieces_close(pieces: &External<Pieces>) {
     pieces.reader.lock().unwrap_or_else(|e| e.into_inner()).take();
+}
+
+/// Where a `Many` is: ids not yet looked up (that waits for the first
+/// step, so that `getMany` does it on the pool), objects being read, or
+/// over (a failure is kept and given again by every later step).
+enum ManyState {
+    Ids(Vec<ObjectId>, bool),
+    Reading(ObjectsInDiskOrder, bool),
+    Failed(ErrorKind, String),
+    Ended,
+}
+
+/// Many objects read one by one in on-disk order (lib/objects.js's
+/// `getMany` and `getManySync`). Held by JS as an `External`.
+pub struct Many {
+    state: Arc<Mutex<ManyState>>,
+    handle: Arc<Handle>,
+}
+
+impl Many {
+    pub fn new(handle: &Arc<Handle>, ids: Vec<ObjectId>, skip_missing: bool) -> Many {
+        Many { state: Arc::new(Mutex::new(ManyState::Ids(ids, skip_missing))), handle: handle.clone() }
+    }
+}
+
+/// The next `[id, content]` of a `Many`, or `null` at its end.
+pub struct ManyItem(Option<(String, Vec<u8>)>);
+
+impl ToNapiValue for ManyItem {
+    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> Result<sys::napi_value> {
+        let Some((id, data)) = val.0 else { return js::null(env) };
+        let pair = js::array(env, 2)?;
+        // SAFETY: converting on the JS thread of `env`.
+        js::set_element(env, pair, 0, unsafe { String::to_napi_value(env, id) }?)?;
+        // SAFETY: as above.
+        js::set_element(env, pair, 1, unsafe { ObjectBytes::to_napi_value(env, ObjectBytes(data)) }?)?;
+        Ok(pair)
+    }
+}
+
+/// One step of a `Many`: the ids are looked up at the first, then each
+/// step reads one object. A missing id fails the first step (`NOT_FOUND`)
+/// unless missing ones are skipped; so is an object that goes missing while
+/// being read.
+fn many_step(state: &Mutex<ManyState>, store: &ObjectStore) -> bale::Result<ManyItem> {
+    let mut g = state.lock().unwrap_or_else(|e| e.into_inner());
+    let r = (|| {
+        if let ManyState::Ids(ids, skip) = &*g {
+            let skip = *skip;
+            let it = store.iter_many_in_disk_order(ids)?;
+            let it = if skip { it.skip_missing() } else { it.require_all()? };
+            *g = ManyState::Reading(it, skip);
+        }
+        match &mut *g {
+            ManyState::Reading(it, skip) => loop {
+                match it.next() {
+                    None => return Ok(None),
+                    Some((id, Ok(v))) => return Ok(Some((id.to_hex(), v))),
+                    Some((_, Err(e))) if *skip && e.kind() == ErrorKind::NotFound => {}
+                    Some((_, Err(e))) => return Err(e),
+                }
+            },
+            ManyState::Failed(k, m) => Err(bale::Error::new(*k, m.clone())),
+            ManyState::Ids(..) | ManyState::Ended => Ok(None),
+        }
+    })();
+    match &r {
+        Ok(None) => *g = ManyState::Ended,
+        Err(e) => *g = ManyState::Failed(e.kind(), e.message().to_string()),
+        Ok(Some(_)) => {}
+    }
+    r.map(ManyItem)
+}
+
+/// The next `[id, content]` (or `null` at the end), read on the thread pool
+/// (`CLOSED` once the store is closed).
+#[napi(js_name = "_objectManyNext", skip_typescript)]
+pub fn many_next(env: Env, many: &External<Many>) -> Result<Raw> {
+    match many.handle.start() {
+        Ok((store, running)) => {
+            let state = many.state.clone();
+            spawn(&env, Work::new(move || many_step(&state, &store), Some(running)))
+        }
+        Err(e) => rejected(&env, error::to_napi(env.raw(), &e)),
+    }
+}
+
+/// `_objectManyNext` on the calling thread.
+#[napi(js_name = "_objectManyNextSync", skip_typescript)]
+pub fn many_next_sync(env: Env, many: &External<Many>) -> Result<Raw> {
+    let (store, _running) = many.handle.start().or_throw(&env)?;
+    let item = guarded(|| many_step(&many.state, &store)).or_throw(&env)?;
+    // SAFETY: converting on the JS thread of `env`.
+    Ok(Raw(unsafe { ManyItem::to_napi_value(env.raw(), item) }?))
+}
+
+/// Ends a `Many` early: what it holds is released.
+#[napi(js_name = "_objectManyClose", skip_typescript)]
+pub fn many_close(many: &External<Many>) {
+    *many.state.lock().unwrap_or_else(|e| e.into_inner()) = ManyState::Ended;
 }

@@ -23,7 +23,7 @@ use crate::object_reports::{
     AddTreeReport, CleanReport, ObjectBytes, ObjectMeta, ObjectStats, ObjectStoreConfig, PackReport, RebuildReport,
     TransferReport, ValidateReport,
 };
-use crate::object_streams::{Pieces, Sink};
+use crate::object_streams::{Many, Pieces, Sink};
 use crate::object_work::{Access, Handle, Pass, Running, call};
 use crate::store::Tree;
 
@@ -437,6 +437,16 @@ impl Objects {
     #[napi(js_name = "_sink", skip_typescript)]
     pub fn sink(&self, env: Env) -> Result<External<Sink>> {
         Sink::start(&self.handle).map(External::new).or_throw(&env)
+    }
+
+    /// Many objects to read one by one (lib/objects.js's `getMany` and
+    /// `getManySync`); the ids are looked up at the first step.
+    #[napi(js_name = "_many", skip_typescript)]
+    pub fn many(&self, env: Env, ids: Raw, options: Raw) -> Result<External<Many>> {
+        let store = self.handle.store().or_throw(&env)?;
+        let ids = args::ids(env.raw(), ids.0, store.hash_kind(), "ids")?;
+        let skip = Opts::parse(env.raw(), options.0, "getMany options", &["skipMissing"])?.bool("skipMissing")?;
+        Ok(External::new(Many::new(&self.handle, ids, skip == Some(true))))
     }
 
     /// Opens an object for reading in pieces (lib/objects.js's
