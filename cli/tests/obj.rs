@@ -389,6 +389,34 @@ fn damage_pack(store: &str) {
 }
 
 #[test]
+fn pack_lists_a_damaged_staging_file_as_a_typed_problem() {
+    let t = Tmp::new();
+    let s = store(&t);
+    ok(&["obj", "init", &s]);
+    // A one-by-one add through the library leaves a staging file (the
+    // command's adds go straight into packs).
+    let lib = bale::objects::ObjectStore::open(&s, bale::objects::ObjectOptions::default()).unwrap();
+    lib.add(b"staged").unwrap();
+    lib.close().unwrap();
+    let staging = std::fs::read_dir(Path::new(&s).join("staging")).unwrap().next().unwrap().unwrap().path();
+    let mut b = std::fs::read(&staging).unwrap();
+    b[30] ^= 4; // inside the file header
+    std::fs::write(&staging, b).unwrap();
+    let r = json(&["--json", "obj", "pack", &s]);
+    let problems = r["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{r}");
+    let name = format!("staging/{}", staging.file_name().unwrap().to_str().unwrap());
+    assert_eq!(problems[0]["file"], name.as_str(), "{r}");
+    assert!(problems[0]["id"].is_null() && problems[0]["code"].is_string(), "{r}");
+    assert!(problems[0]["message"].as_str().unwrap().contains("left in place"), "{r}");
+    let o = run(&["obj", "pack", &s]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains(&format!("bale: warning: {}", problems[0]["code"].as_str().unwrap()))
+    );
+}
+
+#[test]
 fn damage_is_found_and_exits_3() {
     let t = Tmp::new();
     let s = store(&t);
@@ -411,6 +439,11 @@ fn damage_is_found_and_exits_3() {
     let problems = v["problems"].as_array().unwrap();
     assert!(!problems.is_empty());
     assert!(problems.iter().all(|p| p["code"].is_string() && p["message"].is_string()), "{v}");
+    // Each names the record and the pack file holding it.
+    assert!(
+        problems.iter().any(|p| p["id"].is_string() && p["file"].as_str().is_some_and(|f| f.starts_with("packs/"))),
+        "{v}"
+    );
     // Reading the damaged object is a corruption error too.
     let (c, _, err) = fails(&["obj", "get", &s, &id]);
     assert_eq!(c, 3, "{err}");

@@ -154,6 +154,8 @@ fn validate_finds_damage_and_the_index_is_rebuilt_from_packs() {
     assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
     assert_eq!(r.problems[0].id, Some(victim));
     assert_eq!(r.problems[0].code, "CHECKSUM_MISMATCH");
+    let name = pack.file_name().unwrap().to_str().unwrap();
+    assert_eq!(r.problems[0].file.as_deref(), Some(&*format!("packs/{name}")), "the file holding the record");
     assert_eq!(s.get(&victim).unwrap_err().kind(), ErrorKind::ChecksumMismatch);
     let rb = s.rebuild_index(&mut |_, _| {}).unwrap();
     assert_eq!(rb.bad_records, 1);

@@ -562,6 +562,7 @@ describe('maintenance', () => {
       const v = await call(damaged, 'validate')
       assert.equal(v.ok, false)
       assert.ok(v.problems.some((x) => x.code === 'CHECKSUM_MISMATCH' || x.code === 'CORRUPT'), JSON.stringify(v))
+      assert.ok(v.problems.some((x) => x.file === `packs/${packs[0]}` && typeof x.id === 'string'), JSON.stringify(v))
       await assert.rejects(call(damaged, 'get', ids[0]), (e) => ['CHECKSUM_MISMATCH', 'CORRUPT'].includes(e.code))
       assert.equal((await call(damaged, 'get', ids[1])).toString(), 'one')
       damaged.close()

@@ -99,6 +99,9 @@ async function main(path: string): Promise<void> {
   const validSync: ValidateReport = s.validateSync()
   const problem: ObjectProblem | undefined = valid.problems[0]
   const problemCode: ErrorCode | undefined = problem?.code
+  const packProblem: ObjectProblem | undefined = packed.problems[0]
+  const rebuildProblemFile: string | undefined = (await s.rebuildIndex()).problems[0]?.file
+  void [packProblem?.file, rebuildProblemFile]
   const rebuilt: RebuildReport = await s.rebuildIndex()
   const rebuiltSync: RebuildReport = s.rebuildIndexSync()
   const cleaned: CleanReport = await s.clean()

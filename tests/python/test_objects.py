@@ -552,7 +552,9 @@ def test_validate_reports_damage(path):
         pack.write_bytes(bytes(raw))
         r = s.validate()
         assert not r.ok and [(p[0], p[1]) for p in r.problems] == [(bad, "CHECKSUM_MISMATCH")]
-        assert isinstance(r.problems[0][2], str) and r.problems[0][2]
+        (p,) = r.problems
+        assert isinstance(p, bale.ObjectProblem) and (p.id, p.code, p.file) == (bad, "CHECKSUM_MISMATCH", "packs/0.pack")
+        assert isinstance(p.message, str) and p.message and p._asdict()["file"] == "packs/0.pack"
         with pytest.raises(bale.ChecksumMismatchError):
             s.get(bad)
         assert s.get(good, verify=True) == b"fine content"
@@ -563,6 +565,19 @@ def test_validate_reports_damage(path):
                 s.validate(bad_sample)
         with pytest.raises(bale.InvalidTypeError):
             s.validate("all")
+
+
+def test_pack_lists_a_damaged_staging_file(path):
+    with bale.ObjectStore(path, create=True) as s:
+        s.add(b"staged")
+    (staging,) = (path / "staging").iterdir()
+    raw = bytearray(staging.read_bytes())
+    raw[30] ^= 4  # inside the file header
+    staging.write_bytes(bytes(raw))
+    with bale.ObjectStore(path) as s:
+        (p,) = s.pack().problems
+        assert p.file == f"staging/{staging.name}" and p.id is None and p.code in bale.ERROR_CODES
+        assert "left in place" in p.message and staging.exists()
 
 
 def test_rebuild_index(path):

@@ -105,7 +105,9 @@ def object_store(path: Path) -> None:
         assert oid in s and len(s) == 7 and list(s) == s.ids()
         assert_type(s.pack(), bale.PackReport)
         report = s.validate(sample=50)
-        assert_type(report.problems, list[tuple[str | None, str, str]])
+        assert_type(report.problems, list[bale.ObjectProblem])
+        for problem in report.problems:
+            assert_type(problem.file, str | None)
         assert_type(s.stats().to_dict(), dict[str, int])
         assert_type(s.config.chunk_max, int)
         assert_type(s.delete([oid]), int)

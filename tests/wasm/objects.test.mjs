@@ -131,6 +131,7 @@ test('damage: reads throw the code, validate reports the problem', () => {
   assert.ok(v.problems.length > 0);
   assert.equal(v.problems[0].code, 'CHECKSUM_MISMATCH');
   assert.match(v.problems[0].id, /^[0-9a-f]{64}$/);
+  assert.match(v.problems[0].file, /^packs\/\d+\.pack$/);
   assert.equal(typeof v.problems[0].message, 'string');
   // The damaged record may be a chunk: some object's read fails on it.
   const codes = s.ids().map((id) => {

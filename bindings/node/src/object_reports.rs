@@ -113,8 +113,9 @@ pub struct PackReport {
     pub entries_dropped: f64,
     /// Bytes the store's files shrank by.
     pub bytes_freed: f64,
-    /// Problems found and left in place (damaged files are never removed).
-    pub problems: Vec<String>,
+    /// Problems found and left in place (damaged files are never removed),
+    /// and files no commit names, removed.
+    pub problems: Vec<ObjectProblem>,
 }
 
 impl From<core::PackReport> for PackReport {
@@ -126,21 +127,37 @@ impl From<core::PackReport> for PackReport {
             files_in_use: r.files_in_use as f64,
             entries_dropped: r.entries_dropped as f64,
             bytes_freed: r.bytes_freed as f64,
-            problems: r.problems,
+            problems: problems(r.problems),
         }
     }
 }
 
-/// One thing `validate()` found wrong.
+/// One problem a report lists (`validate()`, `pack()`, `repack()`,
+/// `rebuildIndex()`).
 #[napi(object)]
 pub struct ObjectProblem {
     /// The record or object concerned, when there is one.
     pub id: Option<String>,
+    /// The store file concerned, relative to the store (`packs/3.pack`),
+    /// when there is one.
+    pub file: Option<String>,
     /// The code a read of it would fail with (`CORRUPT`,
     /// `CHECKSUM_MISMATCH`, `NOT_FOUND` for a missing chunk).
     #[napi(ts_type = "ErrorCode")]
     pub code: String,
+    /// What was found and what was done.
     pub message: String,
+}
+
+fn problems(ps: Vec<core::ObjectProblem>) -> Vec<ObjectProblem> {
+    ps.into_iter()
+        .map(|p| ObjectProblem {
+            id: p.id.map(|i| i.to_hex()),
+            file: p.file,
+            code: p.code.to_owned(),
+            message: p.message,
+        })
+        .collect()
 }
 
 /// What `validate()` checked and found.
@@ -161,11 +178,7 @@ impl From<core::ValidateReport> for ValidateReport {
             objects_checked: r.objects_checked as f64,
             records_checked: r.records_checked as f64,
             bytes_checked: r.bytes_checked as f64,
-            problems: r
-                .problems
-                .into_iter()
-                .map(|p| ObjectProblem { id: p.id.map(|i| i.to_hex()), code: p.code.to_owned(), message: p.message })
-                .collect(),
+            problems: problems(r.problems),
         }
     }
 }
@@ -179,7 +192,8 @@ pub struct RebuildReport {
     /// Records that failed their checksum or hash, and damaged stretches skipped.
     pub bad_records: f64,
     pub skipped_ranges: f64,
-    pub problems: Vec<String>,
+    /// Files skipped, and objects left out because a chunk is missing.
+    pub problems: Vec<ObjectProblem>,
 }
 
 impl From<core::RebuildReport> for RebuildReport {
@@ -189,7 +203,7 @@ impl From<core::RebuildReport> for RebuildReport {
             objects: r.objects as f64,
             bad_records: r.bad_records as f64,
             skipped_ranges: r.skipped_ranges as f64,
-            problems: r.problems,
+            problems: problems(r.problems),
         }
     }
 }

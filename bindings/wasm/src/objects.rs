@@ -91,6 +91,8 @@ export interface ObjectStats {
 export interface ObjectProblem {
   /** The record or object concerned, when there is one. */
   id: string | null;
+  /** The store file concerned, relative to the store (`packs/3.pack`), when there is one. */
+  file: string | null;
   /** The code a read of it would fail with. */
   code: ErrorCode;
   message: string;

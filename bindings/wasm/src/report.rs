@@ -113,6 +113,7 @@ pub fn object_validate(r: &ValidateReport) -> Object {
         .map(|p| {
             let po = Object::new();
             set(&po, "id", p.id.map(|id| JsValue::from_str(&id.to_hex())).unwrap_or(JsValue::NULL));
+            set(&po, "file", p.file.as_deref().map(JsValue::from_str).unwrap_or(JsValue::NULL));
             set(&po, "code", p.code);
             set(&po, "message", p.message.as_str());
             JsValue::from(po)

@@ -3,9 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use bale::objects::{Compression, ObjectStats, ObjectStore};
+use bale::objects::{Compression, ObjectProblem, ObjectStats, ObjectStore};
 use clap::Args;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{Access, bytes_bar, config_json, open, parse_id};
 use crate::fail::{Failure, exit};
@@ -181,6 +181,22 @@ fn stat_object(ctx: &Ctx, store: &ObjectStore, text: &str) -> Result<u8, Failure
     Ok(exit::OK)
 }
 
+/// A report's problems as JSON: `{ id, file, code, message }` each (`id`
+/// and `file` null when the problem concerns none).
+fn problems_json(problems: &[ObjectProblem]) -> Value {
+    problems
+        .iter()
+        .map(|p| json!({ "id": p.id.map(|id| id.to_hex()), "file": p.file, "code": p.code, "message": p.message }))
+        .collect()
+}
+
+/// A report's problems as warnings on stderr.
+fn warn(problems: &[ObjectProblem]) {
+    for p in problems {
+        eprintln!("bale: warning: {}: {}", p.code, p.message);
+    }
+}
+
 /// What pack and repack did, as JSON or a line of text.
 fn pack_report(ctx: &Ctx, verb: &str, path: &Path, r: &bale::objects::PackReport, secs: f64) -> Result<(), Failure> {
     if ctx.json {
@@ -192,7 +208,7 @@ fn pack_report(ctx: &Ctx, verb: &str, path: &Path, r: &bale::objects::PackReport
             "files_in_use": r.files_in_use,
             "entries_dropped": r.entries_dropped,
             "bytes_freed": r.bytes_freed,
-            "problems": r.problems,
+            "problems": problems_json(&r.problems),
             "seconds": secs,
         }));
     }
@@ -212,9 +228,7 @@ fn pack_report(ctx: &Ctx, verb: &str, path: &Path, r: &bale::objects::PackReport
         line.push_str(&format!("; {} staging files still in use, left for later", grouped(r.files_in_use)));
     }
     println!("{line}, {secs:.2} s");
-    for p in &r.problems {
-        eprintln!("bale: warning: {p}");
-    }
+    warn(&r.problems);
     Ok(())
 }
 
@@ -310,11 +324,7 @@ pub fn validate(ctx: &Ctx, a: ValidateArgs) -> Result<u8, Failure> {
     let r = r?;
     let secs = started.elapsed().as_secs_f64();
     if ctx.json {
-        let problems: Vec<_> = r
-            .problems
-            .iter()
-            .map(|p| json!({ "id": p.id.map(|id| id.to_hex()), "code": p.code, "message": p.message }))
-            .collect();
+        let problems = problems_json(&r.problems);
         print_json(&json!({
             "store": a.store.display().to_string(),
             "ok": r.is_ok(),
@@ -371,7 +381,7 @@ pub fn repair(ctx: &Ctx, a: RepairArgs) -> Result<u8, Failure> {
             "objects": r.objects,
             "bad_records": r.bad_records,
             "skipped_ranges": r.skipped_ranges,
-            "problems": r.problems,
+            "problems": problems_json(&r.problems),
             "seconds": secs,
         }))?;
     } else {
@@ -388,9 +398,7 @@ pub fn repair(ctx: &Ctx, a: RepairArgs) -> Result<u8, Failure> {
                 grouped(r.skipped_ranges)
             );
         }
-        for p in &r.problems {
-            eprintln!("bale: warning: {p}");
-        }
+        warn(&r.problems);
     }
     Ok(exit::OK)
 }

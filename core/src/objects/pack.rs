@@ -9,6 +9,7 @@ use super::dir::Dir;
 use super::entry::{Area, Entry, Location, PackInfo, entry_key, pack_key};
 use super::hash::ObjectId;
 use super::pack_writer::{PackWriter, pack_infos};
+use super::problem::ObjectProblem;
 use super::record::{RECORD_HEADER_LEN, RecordHeader, RecordKind, encode_record};
 use super::staging::{PACK_DATA_START, check_pack_header};
 use super::store::{ObjectStore, PACKS_DIR, STAGING_DIR, file_name, guard};
@@ -36,8 +37,9 @@ pub struct PackReport {
     pub entries_dropped: u64,
     /// Bytes the store's files shrank by.
     pub bytes_freed: u64,
-    /// Problems found and left in place (damaged files are never removed).
-    pub problems: Vec<String>,
+    /// Problems found and left in place (damaged files are never removed),
+    /// and files no commit names, removed.
+    pub problems: Vec<ObjectProblem>,
 }
 
 /// Progress of a long operation: bytes done of bytes planned.
@@ -125,7 +127,8 @@ impl ObjectStore {
                     continue;
                 }
                 if let Err(e) = check_pack_header(&*f, &self.inner.config.store_id, Area::Staging, *n) {
-                    report.problems.push(format!("{name}: {}; left in place", e.message()));
+                    let message = format!("{name}: {}; left in place", e.message());
+                    report.problems.push(ObjectProblem::new(e.kind(), message).in_file(Area::Staging, *n));
                     continue;
                 }
                 held.push((*n, f));
@@ -143,10 +146,11 @@ impl ObjectStore {
                 let moved =
                     if want == 0 { 0 } else { self.move_records(&snap, &*f, Area::Staging, n, &mut out, None)? };
                 if moved < want {
-                    report.problems.push(format!(
+                    let message = format!(
                         "{name}: {} of the records the index names there are unreadable; left in place, run `bale obj validate`",
                         want - moved
-                    ));
+                    );
+                    report.problems.push(ObjectProblem::new(ErrorKind::Corrupt, message).in_file(Area::Staging, n));
                     continue;
                 }
                 out.commit(self)?;
@@ -271,16 +275,18 @@ impl ObjectStore {
             let want = live.files.get(&(Area::Pack, n)).map_or(0, |x| x.0);
             let f = dir.open(&name, false)?;
             if let Err(e) = check_pack_header(&*f, &self.inner.config.store_id, Area::Pack, n) {
-                report.problems.push(format!("{}; left in place", e.message()));
+                let message = format!("{}; left in place", e.message());
+                report.problems.push(ObjectProblem::new(e.kind(), message).in_file(Area::Pack, n));
                 continue;
             }
             let moved =
                 if want == 0 { 0 } else { self.move_records(&snap, &*f, Area::Pack, n, &mut out, compression)? };
             if moved < want {
-                report.problems.push(format!(
+                let message = format!(
                     "{name}: {} records the index names there are unreadable; left in place, run `bale obj validate`",
                     want - moved
-                ));
+                );
+                report.problems.push(ObjectProblem::new(ErrorKind::Corrupt, message).in_file(Area::Pack, n));
                 continue;
             }
             out.drop_pack = Some(n);

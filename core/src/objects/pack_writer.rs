@@ -7,10 +7,11 @@ use std::sync::Arc;
 
 use super::dir::Dir;
 use super::entry::{Area, KEY_PACK, Location, PackInfo, pack_number};
+use super::problem::ObjectProblem;
 use super::staging::{DIRECT_WRITE, PACK_DATA_START, Writeback, check_pack_header, pack_header};
 use super::store::{ObjectStore, PACKS_DIR, file_name};
 use crate::btree::{ReadOps, ReadTxn};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::io::Storage;
 
 /// Bytes buffered before they are written out.
@@ -50,14 +51,15 @@ impl PackWriter {
     pub fn open(
         store: &ObjectStore,
         packs: &BTreeMap<u64, PackInfo>,
-        problems: &mut Vec<String>,
+        problems: &mut Vec<ObjectProblem>,
     ) -> Result<PackWriter> {
         let dir = store.dir()?.clone();
         for name in dir.list(PACKS_DIR)? {
             let Some(n) = name.strip_suffix(".pack").and_then(|s| s.parse::<u64>().ok()) else { continue };
             if !packs.contains_key(&n) {
                 dir.remove(&file_name(Area::Pack, n))?;
-                problems.push(format!("{name}: left by an interrupted packer; removed"));
+                let message = format!("{name}: left by an interrupted packer; removed");
+                problems.push(ObjectProblem::new(ErrorKind::Corrupt, message).in_file(Area::Pack, n));
             }
         }
         let cfg = store.config();
@@ -78,7 +80,8 @@ impl PackWriter {
                 let f = dir.open(&name, true)?;
                 if let Err(e) = check_pack_header(&*f, &w.store_id, Area::Pack, n) {
                     // Damaged: left as it is, and the next pack started.
-                    problems.push(format!("{}; left in place", e.message()));
+                    let message = format!("{}; left in place", e.message());
+                    problems.push(ObjectProblem::new(e.kind(), message).in_file(Area::Pack, n));
                     w.number = n + 1;
                     return Ok(w);
                 }

@@ -9,6 +9,7 @@ use super::dir::Dir;
 use super::entry::{Area, Entry, FLAG_MEMBER, FLAG_OBJECT, Location, PackInfo, entry_key, pack_key};
 use super::hash::ObjectId;
 use super::pack::Progress;
+use super::problem::ObjectProblem;
 use super::read::from_io;
 use super::record::{RECORD_HEADER_LEN, RECORD_MAGIC, RecordHeader, RecordKind};
 use super::staging::{PACK_DATA_START, check_pack_header};
@@ -17,17 +18,6 @@ use crate::btree::{Options, ReadOps, Store};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::checksum::checksum;
 use crate::io::Storage;
-
-/// One thing `validate` found wrong.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ObjectProblem {
-    /// The record or object concerned, when there is one.
-    pub id: Option<ObjectId>,
-    /// The error code a read would give (`CORRUPT`, `CHECKSUM_MISMATCH`,
-    /// `NOT_FOUND` for a dangling chunk reference).
-    pub code: &'static str,
-    pub message: String,
-}
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ValidateReport {
@@ -42,9 +32,14 @@ impl ValidateReport {
         self.problems.is_empty()
     }
 
-    fn add(&mut self, id: Option<ObjectId>, e: &Error) {
+    /// `e`, about the record `id` at `loc` when known.
+    fn add(&mut self, id: ObjectId, loc: Option<Location>, e: &Error) {
         if self.problems.len() < MAX_PROBLEMS {
-            self.problems.push(ObjectProblem { id, code: e.code(), message: e.message().to_string() });
+            let p = ObjectProblem::of(e).with_id(id);
+            self.problems.push(match loc {
+                Some(l) => p.in_file(l.area, l.file),
+                None => p,
+            });
         }
     }
 }
@@ -90,14 +85,14 @@ impl ObjectStore {
             report.records_checked += 1;
             report.bytes_checked += e.record_len();
             if let Err(err) = self.check_record(id, e, &by_id, &mut buf) {
-                report.add(Some(*id), &err);
+                report.add(*id, Some(e.loc), &err);
             }
             if e.is_object() {
                 report.objects_checked += 1;
                 if e.kind == RecordKind::Root
                     && let Err(err) = self.check_chunked(id, &mut report)
                 {
-                    report.add(Some(*id), &err);
+                    report.add(*id, None, &err);
                 }
             }
             progress(done, planned);
@@ -119,7 +114,7 @@ impl ObjectStore {
         for (loc, len, id) in locs {
             let end = loc.offset.saturating_add(len);
             if loc.offset < PACK_DATA_START {
-                report.add(Some(id), &Error::corrupt(format!("index places {id} inside the file header")));
+                report.add(id, Some(loc), &Error::corrupt(format!("index places {id} inside the file header")));
             }
             if let Some((p, pend)) = prev
                 && p.area == loc.area
@@ -127,7 +122,8 @@ impl ObjectStore {
                 && loc.offset < pend
             {
                 report.add(
-                    Some(id),
+                    id,
+                    Some(loc),
                     &Error::corrupt(format!(
                         "record {id} overlaps the record before it in {}",
                         file_name(loc.area, loc.file)
@@ -140,7 +136,8 @@ impl ObjectStore {
                         let info = PackInfo::decode(&v.to_vec()?, loc.file)?;
                         if end > info.len {
                             report.add(
-                                Some(id),
+                                id,
+                                Some(loc),
                                 &Error::corrupt(format!(
                                     "record {id} lies past the committed end of pack {}",
                                     loc.file
@@ -149,7 +146,8 @@ impl ObjectStore {
                         }
                     }
                     None => report.add(
-                        Some(id),
+                        id,
+                        Some(loc),
                         &Error::corrupt(format!("index names pack {} but has no length for it", loc.file)),
                     ),
                 }
@@ -272,7 +270,8 @@ impl ObjectStore {
                 let f = dir.open(&file_name(area, n), false)?;
                 let size = f.len()?;
                 if let Err(e) = check_pack_header(&*f, &self.inner.config.store_id, area, n) {
-                    report.problems.push(format!("{}: {}; skipped", file_name(area, n), e.message()));
+                    let message = format!("{}: {}; skipped", file_name(area, n), e.message());
+                    report.problems.push(ObjectProblem::new(e.kind(), message).in_file(area, n));
                     continue;
                 }
                 let end = self.scan_file(&*f, area, n, &mut found, &mut report)?;
@@ -439,7 +438,8 @@ fn drop_incomplete(found: &mut HashMap<ObjectId, Found>, report: &mut RebuildRep
         }
         for id in gone {
             if found.remove(&id).is_some_and(|f| f.header.kind == RecordKind::Root) {
-                report.problems.push(format!("object {id}: its chunk list names records no file holds; left out"));
+                let message = format!("object {id}: its chunk list names records no file holds; left out");
+                report.problems.push(ObjectProblem::new(ErrorKind::NotFound, message).with_id(id));
             }
         }
     }
@@ -462,5 +462,6 @@ pub struct RebuildReport {
     /// skipped.
     pub bad_records: u64,
     pub skipped_ranges: u64,
-    pub problems: Vec<String>,
+    /// Files skipped, and objects left out because a chunk is missing.
+    pub problems: Vec<ObjectProblem>,
 }

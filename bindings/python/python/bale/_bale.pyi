@@ -20,7 +20,7 @@ from typing import Any, Generic, Literal, SupportsIndex, TypedDict, TypeVar, fin
 from _typeshed import SupportsKeysAndGetItem, SupportsRead
 from typing_extensions import Buffer, Self, Unpack
 
-from ._support import BaleError, ObjectFile, ValueFile
+from ._support import BaleError, ObjectFile, ObjectProblem, ValueFile
 from ._views import ItemsView, KeysView, ValuesView
 
 _T = TypeVar("_T")
@@ -620,7 +620,8 @@ class PackReport:
     @property
     def bytes_freed(self) -> int: ...
     @property
-    def problems(self) -> list[str]: ...
+    def problems(self) -> list[ObjectProblem]:
+        """Files left in place (damaged), or removed (no commit names them)."""
     def to_dict(self) -> dict[str, Any]: ...
 
 @final
@@ -636,8 +637,7 @@ class ValidateReport:
     @property
     def bytes_checked(self) -> int: ...
     @property
-    def problems(self) -> list[tuple[str | None, str, str]]:
-        """`(id or None, code, message)` of each problem."""
+    def problems(self) -> list[ObjectProblem]: ...
     def to_dict(self) -> dict[str, Any]: ...
 
 @final
@@ -653,7 +653,8 @@ class RebuildReport:
     @property
     def skipped_ranges(self) -> int: ...
     @property
-    def problems(self) -> list[str]: ...
+    def problems(self) -> list[ObjectProblem]:
+        """Files skipped, and objects left out because a chunk is missing."""
     def to_dict(self) -> dict[str, Any]: ...
 
 @final

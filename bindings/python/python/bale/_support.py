@@ -1,10 +1,10 @@
-"""The Python half of bale: the exception classes, ValueFile and ObjectFile
-(exported by the package, whose ``__all__`` lists them)."""
+"""The Python half of bale: the exception classes, ValueFile, ObjectFile and
+ObjectProblem (exported by the package, whose ``__all__`` lists them)."""
 
 from __future__ import annotations
 
 import io
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from . import _bale
 
@@ -201,5 +201,19 @@ class ObjectFile(_ReaderFile):
         return f"<bale.ObjectFile {self._reader.id} size={self._reader.size}{state}>"
 
 
-for _cls in (*ERROR_CLASSES.values(), InvalidTypeError, ValueFile, ObjectFile):
+class ObjectProblem(NamedTuple):
+    """One problem an object store report lists (``validate()``, ``pack()``,
+    ``repack()``, ``rebuild_index()``): ``id`` is the record or object it
+    concerns (hex) or None, ``code`` the error code a read of it gives
+    (``"CORRUPT"``, ``"CHECKSUM_MISMATCH"``, ``"NOT_FOUND"`` for a missing
+    chunk, ...), ``message`` what was found and what was done, and ``file``
+    the store file it concerns (``"packs/3.pack"``) or None."""
+
+    id: str | None
+    code: str
+    message: str
+    file: str | None
+
+
+for _cls in (*ERROR_CLASSES.values(), InvalidTypeError, ValueFile, ObjectFile, ObjectProblem):
     _cls.__module__ = "bale"

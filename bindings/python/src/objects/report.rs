@@ -3,9 +3,20 @@
 
 use bale::objects as core;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyType;
 
 use super::hex;
 use crate::report::report;
+
+static OBJECT_PROBLEM: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// Each problem as a `bale.ObjectProblem` (a named tuple: `id`, `code`,
+/// `message`, `file`).
+fn problems<'py>(py: Python<'py>, ps: &[core::ObjectProblem]) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    let class = OBJECT_PROBLEM.import(py, "bale._support", "ObjectProblem")?;
+    ps.iter().map(|p| class.call1((p.id.as_ref().map(hex), p.code, &p.message, p.file.as_deref()))).collect()
+}
 
 report!(
     /// `meta(id)`: what the store knows of one object. `stored_size` is
@@ -78,9 +89,10 @@ report!(
     }
     shown: [] fields ["problems"];
 
+    /// Files left in place (damaged), or removed (no commit names them).
     #[getter]
-    fn problems(&self) -> Vec<String> {
-        self.0.problems.clone()
+    fn problems<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        problems(py, &self.0.problems)
     }
 );
 
@@ -95,11 +107,10 @@ report!(
         self.0.is_ok()
     }
 
-    /// `(id or None, code, message)` for each problem; `code` is the error
-    /// code a read would raise.
+    /// Each problem; `code` is the error code a read would raise.
     #[getter]
-    fn problems(&self) -> Vec<(Option<String>, &'static str, String)> {
-        self.0.problems.iter().map(|p| (p.id.as_ref().map(hex), p.code, p.message.clone())).collect()
+    fn problems<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        problems(py, &self.0.problems)
     }
 );
 
@@ -109,9 +120,10 @@ report!(
     RebuildReport(core::RebuildReport) { records: u64, objects: u64, bad_records: u64, skipped_ranges: u64 }
     shown: [] fields ["problems"];
 
+    /// Files skipped, and objects left out because a chunk is missing.
     #[getter]
-    fn problems(&self) -> Vec<String> {
-        self.0.problems.clone()
+    fn problems<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        problems(py, &self.0.problems)
     }
 );
 

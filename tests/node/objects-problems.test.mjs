@@ -1,0 +1,58 @@
+// The problems of pack(), repack() and rebuildIndex() reports are typed
+// ({ id, file, code, message }), as validate()'s are: a damaged staging
+// file is left in place and named, and a rebuild names the file it skips.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import fs from 'node:fs'
+import path from 'node:path'
+import { ObjectStore } from '../../bindings/node/index.js'
+import { tmpDir } from './helpers/tmp.mjs'
+
+const dir = tmpDir('objects-problems')
+let n = 0
+const codes = new Set(['CORRUPT', 'CHECKSUM_MISMATCH', 'UNSUPPORTED_VERSION', 'NOT_A_BALE_FILE'])
+
+// Flips a bit inside the file header of `file`.
+function damageHeader(file) {
+  const bytes = fs.readFileSync(file)
+  bytes[30] ^= 4
+  fs.writeFileSync(file, bytes)
+}
+
+test('pack names a damaged staging file it leaves in place', async () => {
+  const p = path.join(dir, `store-${++n}`)
+  const w = ObjectStore.open(p, { create: true })
+  w.addSync('staged')
+  w.close()
+  const [name] = fs.readdirSync(path.join(p, 'staging'))
+  damageHeader(path.join(p, 'staging', name))
+  const s = ObjectStore.open(p)
+  const r = await s.pack()
+  assert.equal(r.problems.length, 1, JSON.stringify(r))
+  const [problem] = r.problems
+  assert.equal(problem.file, `staging/${name}`)
+  assert.equal(problem.id, undefined)
+  assert.ok(codes.has(problem.code), problem.code)
+  assert.match(problem.message, /left in place/)
+  assert.ok(fs.existsSync(path.join(p, 'staging', name)))
+  s.close()
+})
+
+test('rebuildIndex names the pack it skips', async () => {
+  const p = path.join(dir, `store-${++n}`)
+  const w = ObjectStore.open(p, { create: true })
+  w.addSync('packed')
+  w.packSync()
+  w.close()
+  damageHeader(path.join(p, 'packs', '0.pack'))
+  fs.rmSync(path.join(p, 'index'))
+  const s = ObjectStore.open(p, { repair: true })
+  const r = s.rebuildIndexSync()
+  assert.deepEqual(
+    r.problems.map((x) => [x.file, x.id]),
+    [['packs/0.pack', undefined]],
+    JSON.stringify(r),
+  )
+  assert.ok(codes.has(r.problems[0].code), r.problems[0].code)
+  s.close()
+})
