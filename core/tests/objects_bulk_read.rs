@@ -5,13 +5,16 @@
 
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
+mod object_gen;
 
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 
 use bale::ErrorKind;
-use bale::objects::{Config, HashKind, ObjectId, ObjectOptions, ObjectStore};
+use bale::io::sim::SimRng;
+use bale::objects::{HashKind, ObjectId, ObjectOptions, ObjectStore};
 use counting_alloc::{LIVE, PEAK};
+use object_gen::{noise, small_chunks};
 
 #[global_allocator]
 static ALLOC: counting_alloc::Counting = counting_alloc::Counting;
@@ -21,16 +24,6 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn noise(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed;
-    (0..n)
-        .map(|_| {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (x >> 56) as u8
-        })
-        .collect()
 }
 
 struct TempDir(std::path::PathBuf);
@@ -46,10 +39,6 @@ fn tempdir(name: &str) -> TempDir {
     let _ = std::fs::remove_dir_all(&p);
     std::fs::create_dir_all(&p).unwrap();
     TempDir(p)
-}
-
-fn small_chunks() -> Config {
-    Config { chunk_min: 1024, chunk_avg: 4096, chunk_max: 16384, fanout: 16, ..Config::default() }
 }
 
 fn open(dir: &std::path::Path, single_file: bool) -> ObjectStore {
@@ -119,7 +108,7 @@ fn a_chunked_object_comes_back_whole() {
     let d = tempdir("chunked");
     for single_file in [false, true] {
         let s = open(&d.0, single_file);
-        let big = noise(600_000, 7);
+        let big = noise(&mut SimRng::new(7), 600_000);
         let id = s.add(&big).unwrap();
         assert!(s.meta(&id).unwrap().chunked);
         let small = s.add(b"small").unwrap();
@@ -152,9 +141,10 @@ fn the_iterator_holds_about_one_object_at_a_time() {
     let s = ObjectStore::open(d.0.join("s"), ObjectOptions::create()).unwrap();
     const N: usize = 24;
     const SIZE: usize = 1 << 20;
+    let mut rng = SimRng::new(1);
     let mut ids = Vec::new();
-    for i in 0..N {
-        ids.push(s.add(&noise(SIZE, i as u64 + 1)).unwrap());
+    for _ in 0..N {
+        ids.push(s.add(&noise(&mut rng, SIZE)).unwrap());
     }
     s.pack().unwrap();
     // Above what was live when the read began, at its peak.

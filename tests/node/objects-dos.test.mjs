@@ -9,6 +9,7 @@ import path from 'node:path'
 import crypto from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { ObjectStore } from '../../bindings/node/index.js'
+import { code } from './helpers/codes.mjs'
 import { tmpDir } from './helpers/tmp.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -17,11 +18,6 @@ const golden = path.join(corpus, 'dos')
 const dir = tmpDir('objects-dos')
 let n = 0
 const sha256 = (b) => crypto.createHash('sha256').update(b).digest('hex')
-const code = (c) => (e) => {
-  assert.ok(e instanceof Error, `not an Error: ${e}`)
-  assert.equal(e.code, c, e.message)
-  return true
-}
 const expected = () => {
   const doc = JSON.parse(fs.readFileSync(path.join(golden, 'objects.json'), 'utf8'))
   assert.equal(doc.objects.length, doc.count)

@@ -11,17 +11,13 @@ import crypto from 'node:crypto'
 import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { ObjectStore } from '../../bindings/node/index.js'
+import { code } from './helpers/codes.mjs'
 import { tmpDir } from './helpers/tmp.mjs'
 import { pattern, SMALL_CHUNKS } from './helpers/objects-data.mjs'
 
 const dir = tmpDir('objects-get-many')
 let n = 0
 const fresh = (opts = {}) => ObjectStore.open(path.join(dir, `store-${++n}`), { create: true, ...opts })
-const code = (c) => (e) => {
-  assert.ok(e instanceof Error, `not an Error: ${e}`)
-  assert.equal(e.code, c, e.message)
-  return true
-}
 const all = async (it) => {
   const out = []
   for await (const x of it) out.push(x)

@@ -12,6 +12,7 @@ import { Worker } from 'node:worker_threads'
 import { Readable, Writable, PassThrough } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { ObjectStore, Tree } from '../../bindings/node/index.js'
+import { code } from './helpers/codes.mjs'
 import { tmpDir, nextTurn } from './helpers/tmp.mjs'
 import { pattern, content, SMALL_CHUNKS } from './helpers/objects-data.mjs'
 
@@ -20,11 +21,6 @@ let n = 0
 const where = (name = 'store') => path.join(dir, `${name}-${++n}`)
 const fresh = (opts = {}) => ObjectStore.open(where(), { create: true, ...SMALL_CHUNKS, ...opts })
 const sha256 = (b) => crypto.createHash('sha256').update(b).digest('hex')
-const code = (c) => (e) => {
-  assert.ok(e instanceof Error, `not an Error: ${e}`)
-  assert.equal(e.code, c, e.message)
-  return true
-}
 const collect = async (readable) => {
   const parts = []
   for await (const c of readable) parts.push(c)
