@@ -355,6 +355,16 @@ fn init(ctx: &Ctx, a: InitArgs) -> Result<u8, Failure> {
 
 /// The parameters of a store, as `init` and `stat` print them (the
 /// compression policy is the current one: `repack` may change it).
+/// A report as JSON: its counts (the core's list of them) and `more`.
+fn report_json(counts: &[(&'static str, u64)], more: serde_json::Value) -> serde_json::Value {
+    let mut m: serde_json::Map<String, serde_json::Value> =
+        counts.iter().map(|&(k, v)| (k.to_string(), v.into())).collect();
+    if let serde_json::Value::Object(more) = more {
+        m.extend(more);
+    }
+    serde_json::Value::Object(m)
+}
+
 fn config_json(store: &ObjectStore) -> serde_json::Value {
     let c = store.config();
     json!({

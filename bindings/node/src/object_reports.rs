@@ -58,80 +58,6 @@ impl From<core::ObjectMeta> for ObjectMeta {
     }
 }
 
-/// Counts and sizes of the whole store, from one index snapshot.
-#[napi(object)]
-pub struct ObjectStats {
-    /// Stored objects, and the sum of their lengths.
-    pub objects: f64,
-    pub logical_bytes: f64,
-    /// Records the index names (objects stored whole, chunks, lists), and
-    /// the bytes they take on disk, headers included.
-    pub records: f64,
-    pub stored_bytes: f64,
-    pub chunked_objects: f64,
-    pub chunks: f64,
-    /// Records still in staging files (not yet packed).
-    pub staged_records: f64,
-    pub compressed_records: f64,
-    /// Content bytes stored once each (blobs and chunks, before
-    /// compression): `logicalBytes - uniqueBytes` is what deduplication
-    /// saved.
-    pub unique_bytes: f64,
-    /// Numbered packs and their committed bytes.
-    pub packs: f64,
-    pub pack_bytes: f64,
-}
-
-impl From<core::ObjectStats> for ObjectStats {
-    fn from(s: core::ObjectStats) -> ObjectStats {
-        ObjectStats {
-            objects: s.objects as f64,
-            logical_bytes: s.logical_bytes as f64,
-            records: s.records as f64,
-            stored_bytes: s.stored_bytes as f64,
-            chunked_objects: s.chunked_objects as f64,
-            chunks: s.chunks as f64,
-            staged_records: s.staged_records as f64,
-            compressed_records: s.compressed_records as f64,
-            unique_bytes: s.unique_bytes as f64,
-            packs: s.packs as f64,
-            pack_bytes: s.pack_bytes as f64,
-        }
-    }
-}
-
-/// What `pack()` or `repack()` did.
-#[napi(object)]
-pub struct PackReport {
-    /// Staging files (pack) or packs (repack) emptied and removed.
-    pub files_removed: f64,
-    pub records_moved: f64,
-    pub bytes_moved: f64,
-    /// Staging files left alone because a writer still holds them.
-    pub files_in_use: f64,
-    /// Index entries dropped because nothing refers to them any more.
-    pub entries_dropped: f64,
-    /// Bytes the store's files shrank by.
-    pub bytes_freed: f64,
-    /// Problems found and left in place (damaged files are never removed),
-    /// and files no commit names, removed.
-    pub problems: Vec<ObjectProblem>,
-}
-
-impl From<core::PackReport> for PackReport {
-    fn from(r: core::PackReport) -> PackReport {
-        PackReport {
-            files_removed: r.files_removed as f64,
-            records_moved: r.records_moved as f64,
-            bytes_moved: r.bytes_moved as f64,
-            files_in_use: r.files_in_use as f64,
-            entries_dropped: r.entries_dropped as f64,
-            bytes_freed: r.bytes_freed as f64,
-            problems: problems(r.problems),
-        }
-    }
-}
-
 /// One problem a report lists (`validate()`, `pack()`, `repack()`,
 /// `rebuildIndex()`).
 #[napi(object)]
@@ -149,126 +75,87 @@ pub struct ObjectProblem {
     pub message: String,
 }
 
-fn problems(ps: Vec<core::ObjectProblem>) -> Vec<ObjectProblem> {
-    ps.into_iter()
+fn problems(ps: &[core::ObjectProblem]) -> Vec<ObjectProblem> {
+    ps.iter()
         .map(|p| ObjectProblem {
             id: p.id.map(|i| i.to_hex()),
-            file: p.file,
+            file: p.file.clone(),
             code: p.code.to_owned(),
-            message: p.message,
+            message: p.message.clone(),
         })
         .collect()
 }
 
-/// What `validate()` checked and found.
-#[napi(object)]
-pub struct ValidateReport {
-    /// True when no problem was found.
-    pub ok: bool,
-    pub objects_checked: f64,
-    pub records_checked: f64,
-    pub bytes_checked: f64,
-    pub problems: Vec<ObjectProblem>,
+/// One object per report of the core's list (`bale::object_reports!`):
+/// its counts as numbers, with the core's docs, then what `extra!` adds.
+macro_rules! reports {
+    ($(
+        $(#[$doc:meta])* $name:ident [$($derive:ident)*]
+        { $( $(#[$fdoc:meta])* $f:ident ),* $(,)? }
+        { $($other:tt)* }
+    )*) => {
+        $(
+            extra! {
+                $name
+                $(#[$doc])*
+                #[napi(object)]
+                pub struct $name {
+                    $( $(#[$fdoc])* pub $f: f64, )*
+                }
+                counts { $($f)* }
+            }
+        )*
+    };
 }
 
-impl From<core::ValidateReport> for ValidateReport {
-    fn from(r: core::ValidateReport) -> ValidateReport {
-        ValidateReport {
-            ok: r.is_ok(),
-            objects_checked: r.objects_checked as f64,
-            records_checked: r.records_checked as f64,
-            bytes_checked: r.bytes_checked as f64,
-            problems: problems(r.problems),
+/// A report's struct with the fields it adds to the counts, and its
+/// conversion from the core's. (Docs passed through here are `#[doc]`
+/// attributes: napi-derive would copy a `///` comment's raw string as is.)
+macro_rules! extra {
+    (@make $(#[$attr:meta])* pub struct $name:ident { $($counts:tt)* } counts { $($f:ident)* }
+     $( $(#[$xdoc:meta])* $x:ident : $xt:ty = |$r:ident| $conv:expr ),* ) => {
+        $(#[$attr])*
+        pub struct $name {
+            $($counts)*
+            $( $(#[$xdoc])* pub $x: $xt, )*
         }
-    }
-}
 
-/// What `rebuildIndex()` found.
-#[napi(object)]
-pub struct RebuildReport {
-    /// Intact records read, and the objects among them.
-    pub records: f64,
-    pub objects: f64,
-    /// Records that failed their checksum or hash, and damaged stretches skipped.
-    pub bad_records: f64,
-    pub skipped_ranges: f64,
-    /// Files skipped, and objects left out because a chunk is missing.
-    pub problems: Vec<ObjectProblem>,
-}
-
-impl From<core::RebuildReport> for RebuildReport {
-    fn from(r: core::RebuildReport) -> RebuildReport {
-        RebuildReport {
-            records: r.records as f64,
-            objects: r.objects as f64,
-            bad_records: r.bad_records as f64,
-            skipped_ranges: r.skipped_ranges as f64,
-            problems: problems(r.problems),
+        impl From<core::$name> for $name {
+            fn from(r: core::$name) -> $name {
+                $( let $x = { let $r = &r; $conv }; )*
+                $name { $( $f: r.$f as f64, )* $( $x, )* }
+            }
         }
-    }
+    };
+    (PackReport $($item:tt)*) => {
+        extra!(@make $($item)*
+            #[doc = " Problems found and left in place (damaged files are never"]
+            #[doc = " removed), and files no commit names, removed."]
+            problems: Vec<ObjectProblem> = |r| problems(&r.problems));
+    };
+    (ValidateReport $($item:tt)*) => {
+        extra!(@make $($item)*
+            #[doc = " True when no problem was found."]
+            ok: bool = |r| r.is_ok(),
+            problems: Vec<ObjectProblem> = |r| problems(&r.problems));
+    };
+    (RebuildReport $($item:tt)*) => {
+        extra!(@make $($item)*
+            #[doc = " Files skipped, and objects left out because a chunk is missing."]
+            problems: Vec<ObjectProblem> = |r| problems(&r.problems));
+    };
+    (AddTreeReport $($item:tt)*) => {
+        extra!(@make $($item)*
+            #[doc = " Links and special files left out (with `links: 'skip'`), as"]
+            #[doc = " paths relative to the directory."]
+            skipped: Vec<String> = |r| r.skipped.clone());
+    };
+    ($name:ident $($item:tt)*) => {
+        extra!(@make $($item)*);
+    };
 }
 
-/// What `exportTo()`, `importFrom()` or `importDos()` copied.
-#[napi(object)]
-pub struct TransferReport {
-    /// Objects written to the destination, and their content bytes.
-    pub objects_copied: f64,
-    pub bytes_copied: f64,
-    /// Objects the destination had already.
-    pub objects_present: f64,
-}
-
-impl From<core::TransferReport> for TransferReport {
-    fn from(r: core::TransferReport) -> TransferReport {
-        TransferReport {
-            objects_copied: r.objects_copied as f64,
-            bytes_copied: r.bytes_copied as f64,
-            objects_present: r.objects_present as f64,
-        }
-    }
-}
-
-/// What `addTree()` added.
-#[napi(object)]
-pub struct AddTreeReport {
-    /// Regular files added and their bytes.
-    pub files: f64,
-    pub bytes: f64,
-    /// Directories walked.
-    pub dirs: f64,
-    /// Links and special files left out (with `links: 'skip'`), as paths
-    /// relative to the directory.
-    pub skipped: Vec<String>,
-}
-
-impl From<core::AddTreeReport> for AddTreeReport {
-    fn from(r: core::AddTreeReport) -> AddTreeReport {
-        AddTreeReport { files: r.files as f64, bytes: r.bytes as f64, dirs: r.dirs as f64, skipped: r.skipped }
-    }
-}
-
-/// What `clean()` removed.
-#[napi(object)]
-pub struct CleanReport {
-    /// Staging files packed and removed, and leftover files removed.
-    pub files_removed: f64,
-    pub bytes_freed: f64,
-    /// Size of the index before and after its compaction (0 for a
-    /// single-file store, whose file is compacted as a tree store).
-    pub index_bytes_before: f64,
-    pub index_bytes_after: f64,
-}
-
-impl From<core::CleanReport> for CleanReport {
-    fn from(r: core::CleanReport) -> CleanReport {
-        CleanReport {
-            files_removed: r.files_removed as f64,
-            bytes_freed: r.bytes_freed as f64,
-            index_bytes_before: r.index_bytes_before as f64,
-            index_bytes_after: r.index_bytes_after as f64,
-        }
-    }
-}
+bale::object_reports!(reports);
 
 /// The parameters of an open store (fixed at creation, but for the
 /// compression policy, which `repack({ compression })` changes).

@@ -83,20 +83,17 @@ pub fn object_meta(m: &ObjectMeta) -> Object {
     o
 }
 
+/// Sets each of a report's counts (the core's list of them), in camelCase.
+fn set_counts(o: &Object, counts: &[(&'static str, u64)]) {
+    for &(name, v) in counts {
+        set(o, &camel_case(name), num(v));
+    }
+}
+
 /// `ObjectStore.stats()`.
 pub fn object_stats(s: &ObjectStats) -> Object {
     let o = Object::new();
-    set(&o, "objects", num(s.objects));
-    set(&o, "logicalBytes", num(s.logical_bytes));
-    set(&o, "records", num(s.records));
-    set(&o, "storedBytes", num(s.stored_bytes));
-    set(&o, "chunkedObjects", num(s.chunked_objects));
-    set(&o, "chunks", num(s.chunks));
-    set(&o, "stagedRecords", num(s.staged_records));
-    set(&o, "compressedRecords", num(s.compressed_records));
-    set(&o, "uniqueBytes", num(s.unique_bytes));
-    set(&o, "packs", num(s.packs));
-    set(&o, "packBytes", num(s.pack_bytes));
+    set_counts(&o, &s.fields());
     o
 }
 
@@ -104,9 +101,7 @@ pub fn object_stats(s: &ObjectStats) -> Object {
 pub fn object_validate(r: &ValidateReport) -> Object {
     let o = Object::new();
     set(&o, "ok", r.is_ok());
-    set(&o, "objectsChecked", num(r.objects_checked));
-    set(&o, "recordsChecked", num(r.records_checked));
-    set(&o, "bytesChecked", num(r.bytes_checked));
+    set_counts(&o, &r.fields());
     let problems: Array = r
         .problems
         .iter()

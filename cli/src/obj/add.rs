@@ -10,7 +10,7 @@ use clap::Args;
 use indicatif::ProgressBar;
 use serde_json::json;
 
-use super::{Access, BAR_MIN_BYTES, bytes_bar, open, store_failure};
+use super::{Access, BAR_MIN_BYTES, bytes_bar, open, report_json, store_failure};
 use crate::fail::{Failure, exit};
 use crate::text::{grouped, human_bytes};
 use crate::{Ctx, print_json, progress};
@@ -148,15 +148,15 @@ fn add_tree(ctx: &Ctx, a: &AddArgs) -> Result<u8, Failure> {
     store.close()?;
     let secs = started.elapsed().as_secs_f64();
     if ctx.json {
-        print_json(&json!({
-            "dir": dir.display().to_string(),
-            "files": r.files,
-            "bytes": r.bytes,
-            "dirs": r.dirs,
-            "skipped": r.skipped,
-            "paths": a.paths.as_ref().map(|p| p.display().to_string()),
-            "seconds": secs,
-        }))?;
+        print_json(&report_json(
+            &r.fields(),
+            json!({
+                "dir": dir.display().to_string(),
+                "skipped": r.skipped,
+                "paths": a.paths.as_ref().map(|p| p.display().to_string()),
+                "seconds": secs,
+            }),
+        ))?;
         return Ok(exit::OK);
     }
     for s in &r.skipped {

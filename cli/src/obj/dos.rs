@@ -9,7 +9,7 @@ use clap::Args;
 use indicatif::ProgressBar;
 use serde_json::json;
 
-use super::{Access, open};
+use super::{Access, open, report_json};
 use crate::fail::{Failure, exit};
 use crate::text::{grouped, human_bytes};
 use crate::{Ctx, print_json, progress};
@@ -32,14 +32,14 @@ pub fn import_dos(ctx: &Ctx, a: ImportDosArgs) -> Result<u8, Failure> {
     store.close()?;
     let secs = started.elapsed().as_secs_f64();
     if ctx.json {
-        print_json(&json!({
-            "container": a.container.display().to_string(),
-            "store": a.store.display().to_string(),
-            "objects_copied": r.objects_copied,
-            "bytes_copied": r.bytes_copied,
-            "objects_present": r.objects_present,
-            "seconds": secs,
-        }))?;
+        print_json(&report_json(
+            &r.fields(),
+            json!({
+                "container": a.container.display().to_string(),
+                "store": a.store.display().to_string(),
+                "seconds": secs,
+            }),
+        ))?;
     } else {
         println!(
             "imported {} objects ({}) from {}, {} already there, {secs:.2} s",

@@ -7,7 +7,7 @@ use bale::objects::{Compression, ObjectProblem, ObjectStats, ObjectStore};
 use clap::Args;
 use serde_json::{Value, json};
 
-use super::{Access, bytes_bar, config_json, open, parse_id};
+use super::{Access, bytes_bar, config_json, open, parse_id, report_json};
 use crate::fail::{Failure, exit};
 use crate::text::{grouped, human_bytes};
 use crate::{Ctx, print_json};
@@ -200,17 +200,10 @@ fn warn(problems: &[ObjectProblem]) {
 /// What pack and repack did, as JSON or a line of text.
 fn pack_report(ctx: &Ctx, verb: &str, path: &Path, r: &bale::objects::PackReport, secs: f64) -> Result<(), Failure> {
     if ctx.json {
-        return print_json(&json!({
-            "store": path.display().to_string(),
-            "files_removed": r.files_removed,
-            "records_moved": r.records_moved,
-            "bytes_moved": r.bytes_moved,
-            "files_in_use": r.files_in_use,
-            "entries_dropped": r.entries_dropped,
-            "bytes_freed": r.bytes_freed,
-            "problems": problems_json(&r.problems),
-            "seconds": secs,
-        }));
+        return print_json(&report_json(
+            &r.fields(),
+            json!({ "store": path.display().to_string(), "problems": problems_json(&r.problems), "seconds": secs }),
+        ));
     }
     let what = if verb == "packed" { "staging files" } else { "files" };
     let mut line = format!(
@@ -290,14 +283,7 @@ pub fn clean(ctx: &Ctx, path: &Path) -> Result<u8, Failure> {
     store.close()?;
     let secs = started.elapsed().as_secs_f64();
     if ctx.json {
-        print_json(&json!({
-            "store": path.display().to_string(),
-            "files_removed": r.files_removed,
-            "bytes_freed": r.bytes_freed,
-            "index_bytes_before": r.index_bytes_before,
-            "index_bytes_after": r.index_bytes_after,
-            "seconds": secs,
-        }))?;
+        print_json(&report_json(&r.fields(), json!({ "store": path.display().to_string(), "seconds": secs })))?;
     } else {
         println!(
             "cleaned {}: {} files removed, {} freed, index {} -> {}, {secs:.2} s",
@@ -324,17 +310,16 @@ pub fn validate(ctx: &Ctx, a: ValidateArgs) -> Result<u8, Failure> {
     let r = r?;
     let secs = started.elapsed().as_secs_f64();
     if ctx.json {
-        let problems = problems_json(&r.problems);
-        print_json(&json!({
-            "store": a.store.display().to_string(),
-            "ok": r.is_ok(),
-            "sample_percent": sample,
-            "objects_checked": r.objects_checked,
-            "records_checked": r.records_checked,
-            "bytes_checked": r.bytes_checked,
-            "problems": problems,
-            "seconds": secs,
-        }))?;
+        print_json(&report_json(
+            &r.fields(),
+            json!({
+                "store": a.store.display().to_string(),
+                "ok": r.is_ok(),
+                "sample_percent": sample,
+                "problems": problems_json(&r.problems),
+                "seconds": secs,
+            }),
+        ))?;
     } else if r.is_ok() {
         println!(
             "ok: {} objects, {} records, {} checked in {secs:.2} s",
@@ -375,15 +360,14 @@ pub fn repair(ctx: &Ctx, a: RepairArgs) -> Result<u8, Failure> {
     store.close()?;
     let secs = started.elapsed().as_secs_f64();
     if ctx.json {
-        print_json(&json!({
-            "store": a.store.display().to_string(),
-            "records": r.records,
-            "objects": r.objects,
-            "bad_records": r.bad_records,
-            "skipped_ranges": r.skipped_ranges,
-            "problems": problems_json(&r.problems),
-            "seconds": secs,
-        }))?;
+        print_json(&report_json(
+            &r.fields(),
+            json!({
+                "store": a.store.display().to_string(),
+                "problems": problems_json(&r.problems),
+                "seconds": secs,
+            }),
+        ))?;
     } else {
         println!(
             "rebuilt the index of {}: {} objects from {} records in {secs:.2} s",

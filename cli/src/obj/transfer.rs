@@ -8,7 +8,7 @@ use clap::Args;
 use indicatif::ProgressBar;
 use serde_json::json;
 
-use super::{Access, open, parse_id, store_failure};
+use super::{Access, open, parse_id, report_json, store_failure};
 use crate::fail::{Failure, exit};
 use crate::text::{grouped, human_bytes};
 use crate::{Ctx, print_json, progress};
@@ -75,14 +75,10 @@ fn transfer(
     dest.close()?;
     let secs = started.elapsed().as_secs_f64();
     if ctx.json {
-        print_json(&json!({
-            "from": from.display().to_string(),
-            "to": to.display().to_string(),
-            "objects_copied": r.objects_copied,
-            "bytes_copied": r.bytes_copied,
-            "objects_present": r.objects_present,
-            "seconds": secs,
-        }))?;
+        print_json(&report_json(
+            &r.fields(),
+            json!({ "from": from.display().to_string(), "to": to.display().to_string(), "seconds": secs }),
+        ))?;
     } else {
         println!(
             "copied {} objects ({}) from {} to {}, {} already there, {secs:.2} s",

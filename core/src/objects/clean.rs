@@ -1,19 +1,11 @@
 //! `clean`: packs what no writer holds, removes leftovers of interrupted
 //! operations, and compacts the index.
 
+use super::report::CleanReport;
 use super::staging::new_name;
 use super::store::{INDEX_NAME, ObjectStore, STAGING_DIR};
 use crate::btree::{Store, compact_into, stat};
 use crate::error::Result;
-
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CleanReport {
-    /// Staging files packed and removed, and leftover files removed.
-    pub files_removed: u64,
-    pub bytes_freed: u64,
-    pub index_bytes_before: u64,
-    pub index_bytes_after: u64,
-}
 
 /// Files an interrupted creation, rebuild or clean may leave.
 const LEFTOVERS: [&str; 3] = ["config.tmp", "index.rebuild", "index.compact"];

@@ -16,8 +16,8 @@ use sha2::Digest as _;
 
 use super::hash::{HashKind, ObjectId};
 use super::pack::Progress;
+use super::report::TransferReport;
 use super::store::ObjectStore;
-use super::transfer::TransferReport;
 use super::tree_walk::open_regular;
 use crate::error::{Error, ErrorKind, Result};
 

@@ -16,6 +16,7 @@ mod pack_writer;
 mod problem;
 mod read;
 pub mod record;
+mod report;
 pub mod sim_dir;
 pub mod staging;
 mod store;
@@ -24,18 +25,15 @@ mod tree_walk;
 mod validate;
 
 pub use add::{Batch, StreamAdd};
-pub use clean::CleanReport;
 pub use config::{Compression, Config};
 pub use dir::{Dir, DirLock, LockMode};
 #[cfg(unix)]
 pub use dos_import::{DosContainer, DosPacked};
 pub use hash::{HashKind, ObjectId};
-pub use pack::PackReport;
 pub use pack::Progress;
 pub use problem::ObjectProblem;
-pub use read::{ObjectMeta, ObjectReader, ObjectStats, ObjectsInDiskOrder};
+pub use read::{ObjectMeta, ObjectReader, ObjectsInDiskOrder};
+pub use report::{AddTreeReport, CleanReport, ObjectStats, PackReport, RebuildReport, TransferReport, ValidateReport};
 pub use store::{ObjectOptions, ObjectStore};
-pub use transfer::TransferReport;
 #[cfg(unix)]
-pub use tree_walk::{AddTreeOptions, AddTreeReport, LinkPolicy};
-pub use validate::{RebuildReport, ValidateReport};
+pub use tree_walk::{AddTreeOptions, LinkPolicy};

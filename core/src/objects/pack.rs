@@ -11,6 +11,7 @@ use super::hash::ObjectId;
 use super::pack_writer::{PackWriter, pack_infos};
 use super::problem::ObjectProblem;
 use super::record::{RECORD_HEADER_LEN, RecordHeader, RecordKind, encode_record};
+use super::report::PackReport;
 use super::staging::{PACK_DATA_START, check_pack_header};
 use super::store::{ObjectStore, PACKS_DIR, STAGING_DIR, file_name, guard};
 use crate::btree::{ReadOps, ReadTxn};
@@ -23,24 +24,6 @@ use crate::io::Storage;
 const COMMIT_BYTES: u64 = 64 << 20;
 /// Staging files locked and packed per round (bounds open descriptors).
 const ROUND_FILES: usize = 128;
-
-/// What a pack or repack run did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PackReport {
-    /// Staging files (pack) or packs (repack) emptied and removed.
-    pub files_removed: u64,
-    pub records_moved: u64,
-    pub bytes_moved: u64,
-    /// Staging files left alone because a writer still holds them.
-    pub files_in_use: u64,
-    /// Index entries dropped because nothing refers to them any more.
-    pub entries_dropped: u64,
-    /// Bytes the store's files shrank by.
-    pub bytes_freed: u64,
-    /// Problems found and left in place (damaged files are never removed),
-    /// and files no commit names, removed.
-    pub problems: Vec<ObjectProblem>,
-}
 
 /// Progress of a long operation: bytes done of bytes planned.
 pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);

@@ -7,6 +7,7 @@ use super::chunk_list::{ListEntry, decode_list};
 use super::entry::{Area, Entry, KEY_ENTRY};
 use super::hash::ObjectId;
 use super::record::{RecordHeader, RecordKind};
+use super::report::ObjectStats;
 use super::store::ObjectStore;
 use crate::btree::ReadOps;
 use crate::error::{Error, ErrorKind, Result};
@@ -325,30 +326,6 @@ impl Iterator for ObjectsInDiskOrder {
 }
 
 impl ExactSizeIterator for ObjectsInDiskOrder {}
-
-/// Counts and sizes of a whole store, from one index snapshot.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ObjectStats {
-    /// Stored objects, and the sum of their lengths.
-    pub objects: u64,
-    pub logical_bytes: u64,
-    /// Records the index names (objects stored whole, chunks, lists), and
-    /// the bytes they take on disk, headers included.
-    pub records: u64,
-    pub stored_bytes: u64,
-    pub chunked_objects: u64,
-    pub chunks: u64,
-    /// Records still in staging files (not yet packed).
-    pub staged_records: u64,
-    pub compressed_records: u64,
-    /// Content bytes stored once each (blobs and chunks, before
-    /// compression): `logical_bytes - unique_bytes` is what deduplication
-    /// saved.
-    pub unique_bytes: u64,
-    /// Numbered packs and their committed bytes.
-    pub packs: u64,
-    pub pack_bytes: u64,
-}
 
 impl ObjectStore {
     /// Counts and sizes: what the objects hold against what they take.

@@ -3,17 +3,9 @@
 
 use super::hash::ObjectId;
 use super::pack::Progress;
+use super::report::TransferReport;
 use super::store::ObjectStore;
 use crate::error::{Error, ErrorKind, Result};
-
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TransferReport {
-    /// Objects written to the destination, and their content bytes.
-    pub objects_copied: u64,
-    pub bytes_copied: u64,
-    /// Objects the destination already had.
-    pub objects_present: u64,
-}
 
 /// Content bytes per destination commit.
 const COMMIT_BYTES: u64 = 256 << 20;

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use super::add::BulkPace;
 use super::hash::ObjectId;
 use super::pack::Progress;
+use super::report::AddTreeReport;
 use super::store::ObjectStore;
 use crate::btree::Store;
 use crate::error::{Error, ErrorKind, Result};
@@ -30,17 +31,6 @@ pub enum LinkPolicy {
 #[derive(Debug, Clone, Default)]
 pub struct AddTreeOptions {
     pub links: LinkPolicy,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AddTreeReport {
-    /// Regular files added and their bytes.
-    pub files: u64,
-    pub bytes: u64,
-    /// Directories walked.
-    pub dirs: u64,
-    /// Links and special files left out (relative paths).
-    pub skipped: Vec<String>,
 }
 
 /// Deepest directory nesting walked.

@@ -12,20 +12,13 @@ use super::pack::Progress;
 use super::problem::ObjectProblem;
 use super::read::from_io;
 use super::record::{RECORD_HEADER_LEN, RECORD_MAGIC, RecordHeader, RecordKind};
+use super::report::{RebuildReport, ValidateReport};
 use super::staging::{PACK_DATA_START, check_pack_header};
 use super::store::{INDEX_NAME, ObjectStore, PACKS_DIR, STAGING_DIR, file_name};
 use crate::btree::{Options, ReadOps, Store};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::checksum::checksum;
 use crate::io::Storage;
-
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ValidateReport {
-    pub objects_checked: u64,
-    pub records_checked: u64,
-    pub bytes_checked: u64,
-    pub problems: Vec<ObjectProblem>,
-}
 
 impl ValidateReport {
     pub fn is_ok(&self) -> bool {
@@ -450,18 +443,4 @@ struct Found {
     loc: Location,
     size: u64,
     members: Vec<ObjectId>,
-}
-
-/// What `rebuild_index` found.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RebuildReport {
-    /// Intact records read, and the objects among them.
-    pub records: u64,
-    pub objects: u64,
-    /// Records that failed their checksum or hash, and damaged stretches
-    /// skipped.
-    pub bad_records: u64,
-    pub skipped_ranges: u64,
-    /// Files skipped, and objects left out because a chunk is missing.
-    pub problems: Vec<ObjectProblem>,
 }
