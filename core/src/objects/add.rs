@@ -170,6 +170,7 @@ impl ObjectStore {
 impl<'a> Batch<'a> {
     /// Adds one object held in memory.
     pub fn add(&mut self, data: &[u8]) -> Result<ObjectId> {
+        self.store.check_open()?;
         if data.len() as u64 > self.store.inner.config.chunk_max as u64 {
             return self.add_reader(&mut &data[..]);
         }
@@ -199,9 +200,12 @@ impl<'a> Batch<'a> {
         }
     }
 
-    /// Makes every add of this batch durable and visible.
+    /// Makes every add of this batch durable and visible. A batch of a
+    /// handle closed meanwhile (through any clone) fails with `CLOSED` and
+    /// is discarded.
     pub fn commit(self) -> Result<()> {
         let store = self.store;
+        store.check_open()?;
         match self.sink {
             Sink::Tree(txn) => txn.commit(),
             Sink::Dir { mut target, pending, snap } => {
@@ -478,6 +482,7 @@ impl StreamAdd<'_, '_> {
 
     /// Appends `data` to the object.
     pub fn write(&mut self, mut data: &[u8]) -> Result<()> {
+        self.batch.store.check_open()?;
         if self.pipe.is_none() {
             let k = data.len().min(self.chunk_max() + 1 - self.head.len());
             self.head.extend_from_slice(&data[..k]);
@@ -500,6 +505,7 @@ impl StreamAdd<'_, '_> {
 
     /// Appends everything `reader` yields, read straight into the blocks.
     pub fn fill_from(&mut self, reader: &mut dyn Read) -> Result<()> {
+        self.batch.store.check_open()?;
         if self.pipe.is_none() {
             // One byte past `chunk_max` tells the object is to be chunked.
             let want = (self.chunk_max() + 1 - self.head.len()) as u64;
@@ -592,6 +598,7 @@ impl StreamAdd<'_, '_> {
 
     /// Stores what is left and the object's root; returns its id.
     pub fn finish(mut self) -> Result<ObjectId> {
+        self.batch.store.check_open()?;
         if self.pipe.is_none() {
             return self.batch.add(&self.head);
         }

@@ -314,8 +314,10 @@ impl ObjectStore {
         &self.inner.index
     }
 
-    /// Ends this handle: its staging file is released for the packer and
-    /// its locks dropped. Later calls fail with `CLOSED`.
+    /// Ends this handle (every clone of it): its staging file is released
+    /// for the packer and its locks dropped. Later calls fail with
+    /// `CLOSED`, also the adds and the commit of a batch opened before,
+    /// which is discarded.
     pub fn close(&self) -> Result<()> {
         self.inner.closed.store(true, Ordering::SeqCst);
         guard(&self.inner.staging).take();
