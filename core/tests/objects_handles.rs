@@ -1,15 +1,69 @@
 //! Object store handles: what `close` does to the work of other clones of
-//! the handle, and the store locks between processes.
+//! the handle, and the store locks between processes. The tests that need a
+//! second process run their own test binary again as it.
 
 mod object_gen;
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::mpsc::{Receiver, Sender, channel};
 
 use bale::ErrorKind;
 use bale::io::sim::SimRng;
 use bale::objects::{ObjectOptions, ObjectStore};
 use object_gen::{noise, small_chunks, tmp_dir};
 
+const ROLE_ENV: &str = "BALE_OBJ_HANDLES_ROLE";
+
 fn kind<T>(r: bale::Result<T>) -> Option<ErrorKind> {
     r.err().map(|e| e.kind())
+}
+
+fn create(path: &Path) {
+    let opts = ObjectOptions { config: small_chunks(), ..ObjectOptions::create() };
+    ObjectStore::open(path, opts).expect("create").close().expect("close");
+}
+
+fn open(path: &Path) -> ObjectStore {
+    ObjectStore::open(path, ObjectOptions::default()).expect("open")
+}
+
+/// In a child process (the test binary run again for one test): does what
+/// its role says and returns true; in the test process, returns false.
+fn as_child() -> bool {
+    let Ok(arg) = std::env::var(ROLE_ENV) else { return false };
+    let (role, path) = arg.split_once(',').expect("role,path");
+    let r = match role {
+        "maintain" => ObjectStore::open(path, ObjectOptions::default()).and_then(|s| s.delete(&[])),
+        _ => panic!("unknown role {role}"),
+    };
+    println!("\nresult={}", r.map(|_| "OK").unwrap_or_else(|e| e.code()));
+    true
+}
+
+/// Runs `role` on the store at `path` in a child process; returns the
+/// error code it got, or "OK".
+fn in_child(test: &str, role: &str, path: &Path) -> String {
+    let out = Command::new(std::env::current_exe().expect("current_exe"))
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(ROLE_ENV, format!("{role},{}", path.display()))
+        .output()
+        .expect("child");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "child failed:\n{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    text.lines().find_map(|l| l.strip_prefix("result=")).expect("child result").to_string()
+}
+
+/// A progress callback that blocks at its first call: it says so on
+/// `ready`, then waits for `go`.
+fn pause_once(ready: Sender<()>, go: Receiver<()>) -> impl FnMut(u64, u64) {
+    let mut first = Some((ready, go));
+    move |_, _| {
+        if let Some((ready, go)) = first.take() {
+            ready.send(()).expect("ready");
+            go.recv().expect("go");
+        }
+    }
 }
 
 /// A batch open when its handle is closed (through any clone) is refused
@@ -46,5 +100,81 @@ fn a_batch_open_at_close_fails_with_closed() {
         assert!(again.has(&late).expect("has"));
         again.close().expect("close");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs `work` on a clone of `s` in a thread; once it says (on the sender
+/// it is given) that it is under way, closes `s` and checks that another
+/// process's maintenance is refused, lets the work go on (it waits on the
+/// receiver), and checks that maintenance runs once the work ended.
+fn close_during<T: Send + 'static>(
+    test: &str,
+    path: &Path,
+    what: &str,
+    s: ObjectStore,
+    work: impl FnOnce(ObjectStore, Sender<()>, Receiver<()>) -> T + Send + 'static,
+) -> T {
+    let (ready_tx, ready) = channel();
+    let (go, go_rx) = channel();
+    let c = s.clone();
+    let t = std::thread::spawn(move || work(c, ready_tx, go_rx));
+    ready.recv().expect("under way");
+    s.close().expect("close");
+    assert_eq!(in_child(test, "maintain", path), "LOCKED", "while {what} of another clone is under way");
+    go.send(()).expect("go");
+    let r = t.join().expect("work thread");
+    assert_eq!(in_child(test, "maintain", path), "OK", "once {what} ended");
+    r
+}
+
+/// Closing one clone of a handle while another clone still has a batch
+/// open, a pack or a repack under way keeps the handle's shared store lock
+/// until that work ends: another process's maintenance is refused with
+/// `LOCKED` meanwhile (it would run under a commit or a pack), and allowed
+/// once the work ended.
+#[test]
+fn close_keeps_the_store_lock_while_another_clone_works() {
+    const TEST: &str = "close_keeps_the_store_lock_while_another_clone_works";
+    if as_child() {
+        return;
+    }
+    let dir = tmp_dir("obj-close-clones");
+    let path = dir.join("o");
+    create(&path);
+
+    // A batch, open when the handle is closed: its commit is refused.
+    let committed = close_during(TEST, &path, "a batch", open(&path), |c, ready, go| {
+        let mut b = c.batch().expect("batch");
+        b.add(b"in a batch of another clone").expect("add");
+        ready.send(()).expect("ready");
+        go.recv().expect("go");
+        kind(b.commit())
+    });
+    assert_eq!(committed, Some(ErrorKind::Closed));
+
+    // A pack, under way when the handle is closed.
+    let w = open(&path);
+    let staged = w.add(b"staged by a handle that closed").expect("add");
+    w.close().expect("close");
+    let packed = close_during(TEST, &path, "a pack", open(&path), |c, ready, go| {
+        c.pack_with(&mut pause_once(ready, go)).map(|r| r.files_removed)
+    });
+    assert!(packed.expect("pack") >= 1);
+
+    // A repack, under way when the handle is closed: it takes the shared
+    // lock back when it ends, and the close then drops it.
+    let s = open(&path);
+    let gone = s.add(b"deleted, so that its pack has garbage").expect("add");
+    s.pack().expect("pack");
+    assert_eq!(s.delete(&[gone]).expect("delete"), 1);
+    let repacked = close_during(TEST, &path, "a repack", s, |c, ready, go| {
+        c.repack(None, &mut pause_once(ready, go)).map(|r| r.files_removed)
+    });
+    assert!(repacked.expect("repack") >= 1);
+
+    let s = open(&path);
+    assert_eq!(s.get_verified(&staged).expect("get"), b"staged by a handle that closed");
+    assert!(s.validate(100.0, &mut |_, _| {}).expect("validate").is_ok());
+    s.close().expect("close");
     let _ = std::fs::remove_dir_all(&dir);
 }

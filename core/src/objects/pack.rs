@@ -62,6 +62,7 @@ impl ObjectStore {
 
     pub fn pack_with(&self, progress: Progress<'_>) -> Result<PackReport> {
         self.check_writable()?;
+        let _use = self.in_use()?;
         let dir = self.dir()?.clone();
         let Some(_role) = self.take_packer()? else {
             return Err(Error::new(

@@ -65,7 +65,9 @@ pub(crate) struct Inner {
     /// The compression policy for new records (`repack` may change it).
     compression: AtomicU8,
     files: Mutex<HashMap<(Area, u64), Arc<dyn Storage>>>,
+    /// Set by `close` (under `users`), read without it by every call.
     closed: AtomicBool,
+    users: Mutex<Users>,
     /// The next staging number, when numbers are not random.
     pub staging_seed: Option<AtomicU64>,
     /// Open batches of this handle, and whether a maintenance operation of
@@ -76,6 +78,32 @@ pub(crate) struct Inner {
     maintaining: AtomicBool,
     /// Set while a thread of this handle holds the packer role.
     packing: AtomicBool,
+}
+
+/// The writes of this handle under way, which its shared store lock must
+/// cover to their end even when another clone closes the handle.
+#[derive(Default)]
+struct Users {
+    active: usize,
+    closed: bool,
+}
+
+/// One write of this handle under way (a batch, a pack, a maintenance
+/// operation): a close meanwhile leaves the store lock to the last one.
+pub(crate) struct InUse<'a> {
+    inner: &'a Inner,
+}
+
+impl Drop for InUse<'_> {
+    fn drop(&mut self) {
+        let mut u = guard(&self.inner.users);
+        u.active -= 1;
+        if u.active == 0 && u.closed {
+            // Nobody is left to hear of a failed unlock; the lock file's
+            // descriptor closes with the handle anyway.
+            let _ = self.inner.release_users();
+        }
+    }
 }
 
 /// Marks a maintenance operation of this handle as running.
@@ -92,6 +120,7 @@ impl Drop for Maintaining<'_> {
 /// Counts one open batch of this handle, while it lives.
 pub(crate) struct BatchMark<'a> {
     inner: &'a Inner,
+    _use: InUse<'a>,
 }
 
 impl Drop for BatchMark<'_> {
@@ -256,6 +285,7 @@ impl ObjectStore {
                 staging: Mutex::new(None),
                 files: Mutex::new(HashMap::new()),
                 closed: AtomicBool::new(false),
+                users: Mutex::new(Users::default()),
                 staging_seed: None,
                 open_batches: AtomicUsize::new(0),
                 maintaining: AtomicBool::new(false),
@@ -318,21 +348,36 @@ impl ObjectStore {
     /// for the packer and its locks dropped. Later calls fail with
     /// `CLOSED`, also the adds and the commit of a batch opened before,
     /// which is discarded.
+    ///
+    /// The shared store lock stays held until the writes of other clones
+    /// that are under way (a commit, a pack, a maintenance operation) end,
+    /// so that no other process's maintenance runs under them.
     pub fn close(&self) -> Result<()> {
+        let mut u = guard(&self.inner.users);
+        u.closed = true;
         self.inner.closed.store(true, Ordering::SeqCst);
+        let idle = u.active == 0;
+        drop(u);
         guard(&self.inner.staging).take();
         guard(&self.inner.files).clear();
-        if let Some(l) = &self.inner.lock {
-            l.set(LOCK_USERS, LockMode::Unlocked, false)?;
-        }
-        Ok(())
+        if idle { self.inner.release_users() } else { Ok(()) }
     }
 
     pub(crate) fn check_open(&self) -> Result<()> {
         if self.inner.closed.load(Ordering::SeqCst) {
-            return Err(Error::new(ErrorKind::Closed, "the object store was closed"));
+            return Err(closed());
         }
         Ok(())
+    }
+
+    /// Counts a write of this handle as under way (`CLOSED` once closed).
+    pub(crate) fn in_use(&self) -> Result<InUse<'_>> {
+        let mut u = guard(&self.inner.users);
+        if u.closed {
+            return Err(closed());
+        }
+        u.active += 1;
+        Ok(InUse { inner: &self.inner })
     }
 
     pub(crate) fn check_writable(&self) -> Result<()> {
@@ -360,6 +405,9 @@ impl ObjectStore {
     /// for writing.
     pub(crate) fn exclusive<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
         self.check_writable()?;
+        // Dropped last: the shared lock is taken back before a close
+        // meanwhile may release it.
+        let _use = self.in_use()?;
         if self.inner.maintaining.swap(true, Ordering::SeqCst) {
             return Err(Error::new(ErrorKind::Locked, "another maintenance operation of this handle is running"));
         }
@@ -393,8 +441,9 @@ impl ObjectStore {
     /// Counts a new batch, unless a maintenance operation of this handle
     /// runs (`LOCKED`).
     pub(crate) fn mark_batch(&self) -> Result<BatchMark<'_>> {
+        let _use = self.in_use()?;
         self.inner.open_batches.fetch_add(1, Ordering::SeqCst);
-        let mark = BatchMark { inner: &self.inner };
+        let mark = BatchMark { inner: &self.inner, _use };
         if self.inner.maintaining.load(Ordering::SeqCst) {
             return Err(Error::new(
                 ErrorKind::Locked,
@@ -472,11 +521,25 @@ impl ObjectStore {
     }
 }
 
+impl Inner {
+    /// Drops this handle's shared store lock (the handle is closed).
+    fn release_users(&self) -> Result<()> {
+        match &self.lock {
+            Some(l) => l.set(LOCK_USERS, LockMode::Unlocked, false).map(|_| ()),
+            None => Ok(()),
+        }
+    }
+}
+
 impl Drop for Inner {
     fn drop(&mut self) {
         // Staging files are released (unlocked) by closing them.
         guard(&self.staging).take();
     }
+}
+
+fn closed() -> Error {
+    Error::new(ErrorKind::Closed, "the object store was closed")
 }
 
 fn maintenance_running() -> Error {
