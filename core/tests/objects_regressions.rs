@@ -137,3 +137,59 @@ fn rebuild_leaves_out_an_object_with_a_missing_chunk() {
     let v = s.validate(100.0, &mut |_, _| {}).expect("validate");
     assert!(v.is_ok(), "{:?}", v.problems);
 }
+
+/// `validate` beside a packer or a repack (on other handles) that moves
+/// records and removes the files they were in: a record whose file is gone
+/// is looked up again and checked where it went, not reported missing.
+#[test]
+fn validate_follows_records_moved_while_it_runs() {
+    for repack in [false, true] {
+        let dir = SimDir::new();
+        let packer = create(&dir);
+        let mut rng = bale::io::sim::SimRng::new(13);
+        let mut objects = Vec::new();
+        // Three staging files (one per writing handle), over a pack's
+        // target size, so that packing leaves more than one pack.
+        for _ in 0..3 {
+            let w = ObjectStore::open_dir(Arc::new(dir.clone()), ObjectOptions::default()).expect("writer");
+            for i in 0..6 {
+                let data = object_gen::noise(&mut rng, 300 + i * 25_000);
+                objects.push((w.add(&data).expect("add"), data));
+            }
+            w.close().expect("close");
+        }
+        if repack {
+            packer.pack().expect("pack");
+            assert!(dir.exists("packs/1.pack").expect("exists"), "two packs");
+        }
+        let v =
+            ObjectStore::open_dir(Arc::new(dir.clone()), ObjectOptions { readonly: true, ..ObjectOptions::default() })
+                .expect("validating handle");
+        let mut moved = false;
+        let report = v
+            .validate(100.0, &mut |_, _| {
+                // Once the first record was checked (its file is open now),
+                // every record moves to new files and the old ones go.
+                if !std::mem::replace(&mut moved, true) {
+                    let r = if repack {
+                        packer.repack(Some(bale::objects::Compression::Never), &mut |_, _| {})
+                    } else {
+                        packer.pack()
+                    };
+                    assert!(r.expect("move the records").files_removed >= 2);
+                }
+            })
+            .expect("validate");
+        assert!(moved);
+        assert!(
+            report.is_ok(),
+            "repack: {repack}: {} problems: {:?}",
+            report.problems.len(),
+            &report.problems[..report.problems.len().min(3)]
+        );
+        assert_eq!(report.objects_checked, objects.len() as u64);
+        for (id, data) in &objects {
+            assert_eq!(&v.get_verified(id).expect("get"), data);
+        }
+    }
+}

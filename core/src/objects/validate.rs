@@ -15,7 +15,7 @@ use super::record::{RECORD_HEADER_LEN, RECORD_MAGIC, RecordHeader, RecordKind};
 use super::report::{RebuildReport, ValidateReport};
 use super::staging::{PACK_DATA_START, check_pack_header};
 use super::store::{INDEX_NAME, ObjectStore, PACKS_DIR, STAGING_DIR, file_name};
-use crate::btree::{Options, ReadOps, Store};
+use crate::btree::{Options, ReadOps, ReadTxn, Store};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::checksum::checksum;
 use crate::io::Storage;
@@ -44,7 +44,8 @@ impl ObjectStore {
     /// Reads and rehashes every record (or, with `sample_percent` below
     /// 100, the objects whose id falls in that share, with their chunks),
     /// and checks that records do not overlap and that every chunk an
-    /// object names exists.
+    /// object names exists. Runs beside writers and the packer: a record
+    /// moved meanwhile is checked where it went.
     pub fn validate(&self, sample_percent: f64, progress: Progress<'_>) -> Result<ValidateReport> {
         self.check_open()?;
         if !(0.0..=100.0).contains(&sample_percent) {
@@ -52,7 +53,10 @@ impl ObjectStore {
         }
         let mut report = ValidateReport::default();
         let mut entries: Vec<(ObjectId, Entry)> = Vec::new();
-        self.for_each_entry(|id, e| {
+        // One snapshot for the entries and the pack lengths they are
+        // checked against (a repack meanwhile drops a pack's length).
+        let snap = self.inner.index.read()?;
+        self.for_each_entry_in(&snap, |id, e| {
             entries.push((id, e));
             Ok(())
         })?;
@@ -63,8 +67,9 @@ impl ObjectStore {
                 < threshold
         };
         if full {
-            self.check_layout(&entries, &mut report)?;
+            self.check_layout(&snap, &entries, &mut report)?;
         }
+        drop(snap);
         let by_id: HashMap<ObjectId, Entry> = entries.iter().copied().collect();
         entries.sort_by_key(|(_, e)| e.loc);
         let planned: u64 = entries.iter().map(|(_, e)| e.record_len()).sum();
@@ -95,14 +100,13 @@ impl ObjectStore {
 
     /// Records must lie inside their files, after the header, and never
     /// overlap; pack records must lie below the pack's committed length.
-    fn check_layout(&self, entries: &[(ObjectId, Entry)], report: &mut ValidateReport) -> Result<()> {
+    fn check_layout(&self, r: &ReadTxn, entries: &[(ObjectId, Entry)], report: &mut ValidateReport) -> Result<()> {
         let mut locs: Vec<(Location, u64, ObjectId)> = entries
             .iter()
             .filter(|(_, e)| e.loc.area != Area::Inline)
             .map(|(id, e)| (e.loc, e.record_len(), *id))
             .collect();
         locs.sort();
-        let r = self.inner.index.read()?;
         let mut prev: Option<(Location, u64)> = None;
         for (loc, len, id) in locs {
             let end = loc.offset.saturating_add(len);
@@ -150,6 +154,26 @@ impl ObjectStore {
         Ok(())
     }
 
+    /// Reads the record of `id` where the snapshot's entry `e` places it,
+    /// or, when that file is gone because the packer or a repack moved the
+    /// record since, where the newest commit places it (as readers do):
+    /// only a file still missing then is a problem. `None` when the object
+    /// was deleted meanwhile.
+    fn read_current(&self, id: &ObjectId, e: &Entry, buf: &mut Vec<u8>) -> Result<Option<RecordHeader>> {
+        match self.read_record(id, e, buf) {
+            Err(err) if err.kind() == ErrorKind::NotFound && e.loc.area != Area::Inline => {
+                self.forget_file(e.loc.area, e.loc.file);
+                match self.payload(id, buf) {
+                    Ok((_, h)) => Ok(Some(h)),
+                    // `payload` gives NOT_FOUND only for an entry that is gone.
+                    Err(err) if err.kind() == ErrorKind::NotFound => Ok(None),
+                    Err(err) => Err(err),
+                }
+            }
+            other => other.map(Some),
+        }
+    }
+
     /// Reads one record and checks it against its id and entry.
     fn check_record(
         &self,
@@ -158,7 +182,7 @@ impl ObjectStore {
         by_id: &HashMap<ObjectId, Entry>,
         buf: &mut Vec<u8>,
     ) -> Result<()> {
-        let h = self.read_record(id, e, buf)?;
+        let Some(h) = self.read_current(id, e, buf)? else { return Ok(()) };
         let kind = self.hash_kind();
         let mismatch = |what: &str| Error::new(ErrorKind::ChecksumMismatch, format!("record {id}: {what}"));
         match h.kind {
