@@ -368,3 +368,40 @@ fn damaged_single_file_store() {
     );
     assert!(t.failures.is_empty(), "failures:\n{}", t.failures.join("\n"));
 }
+
+/// An index entry whose codec byte is unknown, or names the other codec
+/// than its record's, written through the tree store (so that every
+/// checksum holds): the object reads as `CORRUPT`, never as its content
+/// nor as other bytes, and `validate` finds it.
+#[test]
+fn index_entry_with_a_wrong_codec() {
+    let fx = build();
+    for (id, data) in &fx.objects {
+        let mem = MemStorage::from_bytes(fx.files["index"].clone());
+        let tree = Store::open_storage(Arc::new(mem.clone()), Options { mmap: false, ..Options::default() })
+            .expect("index as a tree store");
+        let key = bale::objects::entry::entry_key(id);
+        let entry = tree.get(&key).expect("get").expect("entry");
+        for codec in [7, entry[3] ^ 1] {
+            let mut e = entry.clone();
+            e[3] = codec;
+            tree.put(&key, &e).expect("put");
+            let mut files = fx.files.clone();
+            files.insert("index".to_string(), mem.to_bytes());
+            let s =
+                ObjectStore::open_dir(Arc::new(SimDir::from_files(&files)), ObjectOptions::default()).expect("open");
+            let what = format!("object {id} with codec {codec} in its entry");
+            match s.get(id) {
+                Ok(d) => {
+                    panic!("{what}: read {} bytes ({})", d.len(), if &d == data { "its content" } else { "other" })
+                }
+                Err(err) => assert_eq!(err.code(), "CORRUPT", "{what}: {err}"),
+            }
+            let flagged = match s.validate(100.0, &mut |_, _| {}) {
+                Ok(r) => r.problems.iter().any(|p| p.id == Some(*id) && p.code == "CORRUPT"),
+                Err(err) => err.code() == "CORRUPT",
+            };
+            assert!(flagged, "{what}: validate did not find it");
+        }
+    }
+}

@@ -3,7 +3,7 @@
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 use super::hash::ObjectId;
-use super::record::{RecordHeader, RecordKind};
+use super::record::{CODEC_LZ4, CODEC_RAW, RecordHeader, RecordKind};
 use crate::error::{Error, Result};
 use crate::format::bytes::{u32_at, u64_at};
 
@@ -110,6 +110,10 @@ impl Entry {
         }
         let kind = RecordKind::from_code(byte(1)).ok_or_else(|| bad("unknown record kind"))?;
         let area = Area::from_code(byte(2)).ok_or_else(|| bad("unknown area"))?;
+        let codec = byte(3);
+        if codec != CODEC_RAW && codec != CODEC_LZ4 {
+            return Err(bad("unknown codec"));
+        }
         let stored_len = u32_at(b, 4).unwrap_or(u32::MAX);
         if stored_len > super::record::MAX_RECORD_PAYLOAD {
             return Err(bad("impossible record length"));
@@ -125,7 +129,7 @@ impl Entry {
         Ok(Entry {
             flags,
             kind,
-            codec: byte(3),
+            codec,
             stored_len,
             loc: Location { area, file: u64_at(b, 8).unwrap_or(0), offset: u64_at(b, 16).unwrap_or(0) },
             size: u64_at(b, 24).unwrap_or(0),
@@ -209,6 +213,11 @@ mod tests {
         let mut b = e.encode();
         b[2] = 9;
         assert!(Entry::decode(&b, &id).is_err());
+        let mut b = e.encode();
+        b[3] = CODEC_LZ4;
+        assert_eq!(Entry::decode(&b, &id).unwrap().codec, CODEC_LZ4);
+        b[3] = 2;
+        assert_eq!(Entry::decode(&b, &id).unwrap_err().kind(), crate::error::ErrorKind::Corrupt);
         assert!(Entry::decode(&e.encode()[..31], &id).is_err());
     }
 }

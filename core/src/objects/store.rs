@@ -510,7 +510,7 @@ impl ObjectStore {
             buf.drain(..RECORD_HEADER_LEN);
             (h, buf)
         };
-        if h.id != *id || h.kind != e.kind || h.stored_len != e.stored_len {
+        if h.id != *id || h.kind != e.kind || h.codec != e.codec || h.stored_len != e.stored_len {
             return Err(Error::corrupt(format!(
                 "{}: the record there is not the one the index names for {id}; run `bale obj validate`",
                 loc_name(e.loc)

@@ -12,7 +12,7 @@ use bale::io::MemStorage;
 use bale::io::sim::SimRng;
 use bale::objects::record::{RECORD_HEADER_LEN, RECORD_MAGIC};
 use bale::objects::{Config, HashKind, ObjectId, ObjectOptions, ObjectStore};
-use bale::{Options, Store};
+use bale::{Options, ReadOps, Store};
 use serde_json::{Value, json};
 
 use crate::Output;
@@ -193,6 +193,24 @@ fn reseal_file_header(b: &mut [u8]) {
     b[56..64].copy_from_slice(&sum.to_le_bytes());
 }
 
+/// Sets the codec byte of the first index entry, committing the change
+/// through the tree store so that every page checksum holds.
+fn set_first_entry_codec(index: &mut Vec<u8>, codec: u8) {
+    let mem = MemStorage::from_bytes(std::mem::take(index));
+    let tree =
+        Store::open_storage(Arc::new(mem.clone()), Options { mmap: false, ..Options::default() }).expect("index");
+    let (key, mut entry) = {
+        let r = tree.read().expect("read");
+        let mut range = r.prefix(&[bale::objects::entry::KEY_ENTRY], false);
+        let (k, v) = range.next_entry().expect("an entry").expect("entry");
+        (k.to_vec(), v.to_vec().expect("value"))
+    };
+    entry[3] = codec;
+    tree.put(&key, &entry).expect("put");
+    tree.close().expect("close");
+    *index = mem.to_bytes();
+}
+
 pub fn invalid() -> Vec<ObjInvalid> {
     let base = || dir_case("base", "", HashKind::Blake3, &contents(1), &contents(2)[3..5]).files;
     let mut out = Vec::new();
@@ -262,6 +280,15 @@ pub fn invalid() -> Vec<ObjInvalid> {
     let index = file_mut(&mut f, "index");
     index.truncate(4096);
     add("objects-index-truncated", "the index cut to its first page", "CORRUPT", f);
+
+    let mut f = base();
+    set_first_entry_codec(file_mut(&mut f, "index"), 7);
+    add(
+        "objects-entry-codec",
+        "an index entry's codec byte set to 7, an unknown codec (committed through the tree store)",
+        "CORRUPT",
+        f,
+    );
     out
 }
 
