@@ -4,8 +4,9 @@
 
 mod object_gen;
 
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc::{Receiver, Sender, channel};
 
 use bale::ErrorKind;
@@ -33,12 +34,84 @@ fn open(path: &Path) -> ObjectStore {
 fn as_child() -> bool {
     let Ok(arg) = std::env::var(ROLE_ENV) else { return false };
     let (role, path) = arg.split_once(',').expect("role,path");
-    let r = match role {
-        "maintain" => ObjectStore::open(path, ObjectOptions::default()).and_then(|s| s.delete(&[])),
+    match role {
+        "maintain" => {
+            let r = ObjectStore::open(path, ObjectOptions::default()).and_then(|s| s.delete(&[]));
+            println!("\nresult={}", r.map(|_| "OK").unwrap_or_else(|e| e.code()));
+        }
+        "hold" => hold(Path::new(path)),
         _ => panic!("unknown role {role}"),
-    };
-    println!("\nresult={}", r.map(|_| "OK").unwrap_or_else(|e| e.code()));
+    }
     true
+}
+
+/// The "hold" role: keeps the store open for writing, adds on request
+/// ("batch" opens a batch and adds to it, "commit" commits it), and closes
+/// the store when its input ends.
+fn hold(path: &Path) {
+    let s = open(path);
+    s.add(b"added by the holding process").expect("add");
+    println!("\nready");
+    let mut batch = None;
+    for line in std::io::stdin().lock().lines() {
+        match line.expect("stdin").as_str() {
+            "batch" => {
+                let mut b = s.batch().expect("batch");
+                b.add(b"in the holding process's batch").expect("add");
+                batch = Some(b);
+            }
+            "commit" => batch.take().expect("a batch").commit().expect("commit"),
+            other => panic!("unknown request {other}"),
+        }
+        println!("done");
+    }
+    s.close().expect("close");
+}
+
+/// A child process in the "hold" role.
+struct Holder {
+    child: Child,
+    input: Option<ChildStdin>,
+    output: std::io::Lines<BufReader<ChildStdout>>,
+}
+
+impl Holder {
+    fn start(test: &str, path: &Path) -> Holder {
+        let mut child = Command::new(std::env::current_exe().expect("current_exe"))
+            .args([test, "--exact", "--nocapture", "--test-threads=1"])
+            .env(ROLE_ENV, format!("hold,{}", path.display()))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("holder");
+        let input = child.stdin.take();
+        let output = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut h = Holder { child, input, output };
+        h.wait_for("ready");
+        h
+    }
+
+    fn wait_for(&mut self, what: &str) {
+        for line in self.output.by_ref() {
+            if line.expect("holder output") == what {
+                return;
+            }
+        }
+        panic!("the holding process ended before saying {what:?}");
+    }
+
+    fn ask(&mut self, request: &str) {
+        let input = self.input.as_mut().expect("holder input");
+        writeln!(input, "{request}").expect("holder input");
+        input.flush().expect("holder input");
+        self.wait_for("done");
+    }
+
+    /// Ends its input, so that it closes the store and exits.
+    fn finish(mut self) {
+        drop(self.input.take());
+        assert!(self.child.wait().expect("wait").success(), "the holding process failed");
+    }
 }
 
 /// Runs `role` on the store at `path` in a child process; returns the
@@ -176,5 +249,41 @@ fn close_keeps_the_store_lock_while_another_clone_works() {
     assert_eq!(s.get_verified(&staged).expect("get"), b"staged by a handle that closed");
     assert!(s.validate(100.0, &mut |_, _| {}).expect("validate").is_ok());
     s.close().expect("close");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Maintenance of a single-file store while another process has it open
+/// for writing is refused with `LOCKED` at once, as in a directory store:
+/// it neither runs beside that process's adds nor waits behind its batch.
+/// Adds of both processes go on meanwhile (an add waits for the other's
+/// batch), and once the other process closed the store, maintenance runs.
+#[test]
+fn single_file_maintenance_is_locked_while_another_process_has_it_open() {
+    const TEST: &str = "single_file_maintenance_is_locked_while_another_process_has_it_open";
+    if as_child() {
+        return;
+    }
+    let dir = tmp_dir("obj-single-locks");
+    let path = dir.join("o.bale");
+    let opts = ObjectOptions { config: small_chunks(), single_file: true, ..ObjectOptions::create() };
+    let s = ObjectStore::open(&path, opts).expect("create");
+    let gone = s.add(b"to be deleted").expect("add");
+    let maintenance =
+        |s: &ObjectStore| [kind(s.delete(&[gone])), kind(s.repack(None, &mut |_, _| {})), kind(s.clean())];
+    let mut holder = Holder::start(TEST, &path);
+    assert_eq!(maintenance(&s), [Some(ErrorKind::Locked); 3], "while another process has the store open");
+    let mine = s.add(b"added beside the holding process").expect("add beside the holder");
+    holder.ask("batch");
+    assert_eq!(maintenance(&s), [Some(ErrorKind::Locked); 3], "while another process has a batch open");
+    holder.ask("commit");
+    holder.finish();
+    assert_eq!(maintenance(&s), [None; 3], "once the other process closed the store");
+    assert!(!s.has(&gone).expect("has"));
+    assert_eq!(s.ids().expect("ids").len(), 3);
+    assert_eq!(s.get_verified(&mine).expect("get"), b"added beside the holding process");
+    assert!(s.validate(100.0, &mut |_, _| {}).expect("validate").is_ok());
+    s.close().expect("close");
+    // Closed here too, the store is another process's to maintain.
+    assert_eq!(in_child(TEST, "maintain", &path), "OK");
     let _ = std::fs::remove_dir_all(&dir);
 }

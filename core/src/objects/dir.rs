@@ -49,6 +49,8 @@ pub trait Dir: Send + Sync {
 
 #[cfg(unix)]
 pub use fs::FsDir;
+#[cfg(unix)]
+pub(crate) use fs::file_lock;
 
 #[cfg(unix)]
 mod fs {
@@ -146,8 +148,10 @@ mod fs {
         }
     }
 
+    /// Lock bytes `base + byte` of one file, on a description of their own.
     struct FsLock {
         file: File,
+        base: u64,
     }
 
     impl DirLock for FsLock {
@@ -157,8 +161,15 @@ mod fs {
                 LockMode::Shared => libc::F_RDLCK,
                 LockMode::Exclusive => libc::F_WRLCK,
             } as i16;
-            ofd::set(&self.file, kind, byte, 1, wait)
+            ofd::set(&self.file, kind, self.base + byte, 1, wait)
         }
+    }
+
+    /// Store-level locks on bytes from `base` of the file at `path` (a
+    /// single-file store's own file).
+    pub(crate) fn file_lock(path: &Path, base: u64) -> Result<Box<dyn DirLock>> {
+        let file = OpenOptions::new().read(true).write(true).open(path).map_err(|e| io_err(path, "open", e))?;
+        Ok(Box::new(FsLock { file, base }))
     }
 
     impl Dir for FsDir {
@@ -245,7 +256,7 @@ mod fs {
                 .truncate(false)
                 .open(&p)
                 .map_err(|e| io_err(&p, "open", e))?;
-            Ok(Box::new(FsLock { file }))
+            Ok(Box::new(FsLock { file, base: 0 }))
         }
 
         fn display(&self) -> String {

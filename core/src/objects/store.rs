@@ -20,6 +20,10 @@ use crate::io::Storage;
 /// Lock bytes of the `lock` file (FORMAT.md, "Object store locks").
 pub(crate) const LOCK_USERS: u64 = 0;
 pub(crate) const LOCK_PACKER: u64 = 1;
+/// A single-file store's lock bytes are in its own file, from the byte
+/// after the tree store's writer lock.
+#[cfg(unix)]
+const SINGLE_FILE_LOCKS: u64 = crate::io::file::WRITER_LOCK_OFFSET + 1;
 
 pub(crate) const INDEX_NAME: &str = "index";
 pub(crate) const CONFIG_NAME: &str = "config";
@@ -59,7 +63,8 @@ pub(crate) struct Inner {
     pub config: Config,
     pub index: Store,
     pub readonly: bool,
-    /// This handle's store-level locks (directory stores opened writable).
+    /// This handle's store-level locks (stores opened writable, but for
+    /// single-file stores not kept in a file).
     pub lock: Option<Box<dyn DirLock>>,
     pub staging: Mutex<Option<Arc<Mutex<Staging>>>>,
     /// The compression policy for new records (`repack` may change it).
@@ -177,6 +182,21 @@ pub(crate) fn random_u64() -> u64 {
     h.finish()
 }
 
+/// The store-level locks of a single-file store opened for writing, with
+/// the shared lock taken (`LOCKED` while a maintenance operation runs).
+fn users_lock(index: &Store, readonly: bool) -> Result<Option<Box<dyn DirLock>>> {
+    #[cfg(unix)]
+    if let (false, Some(path)) = (readonly, index.path()) {
+        let l = super::dir::file_lock(path, SINGLE_FILE_LOCKS)?;
+        if !l.set(LOCK_USERS, LockMode::Shared, false)? {
+            return Err(maintenance_running());
+        }
+        return Ok(Some(l));
+    }
+    let _ = (index, readonly);
+    Ok(None)
+}
+
 fn index_options(create: bool, readonly: bool) -> Options {
     Options { create, readonly, wait_for_writer: true, ..Options::default() }
 }
@@ -242,8 +262,13 @@ impl ObjectStore {
         Ok(store)
     }
 
-    /// Uses an open tree store as a single-file object store.
+    /// Uses an open tree store as a single-file object store. Opened for
+    /// writing, the handle holds a shared lock in the store's file (as a
+    /// directory store's handles do in its `lock` file), so that
+    /// maintenance elsewhere fails with `LOCKED` meanwhile; this fails
+    /// with `LOCKED` while a maintenance operation runs elsewhere.
     pub fn from_tree(index: Store, opts: &ObjectOptions) -> Result<ObjectStore> {
+        let lock = users_lock(&index, opts.readonly)?;
         let config = match index.get(KEY_CONFIG)? {
             Some(b) => Config::decode(&b).map_err(wrong_kind)?,
             None if index.is_empty()? && opts.create && !opts.readonly => {
@@ -264,7 +289,7 @@ impl ObjectStore {
                 ));
             }
         };
-        Ok(ObjectStore::new(None, config, index, opts.readonly, None))
+        Ok(ObjectStore::new(None, config, index, opts.readonly, lock))
     }
 
     fn new(
@@ -402,7 +427,8 @@ impl ObjectStore {
 
     /// Runs `f` under the exclusive store lock (maintenance): fails with
     /// `LOCKED` while any other handle, in any process, has the store open
-    /// for writing.
+    /// for writing (a single-file store too; there the operation may still
+    /// wait for the file's writer lock, held by a tree-store handle).
     pub(crate) fn exclusive<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
         self.check_writable()?;
         // Dropped last: the shared lock is taken back before a close
@@ -419,7 +445,8 @@ impl ObjectStore {
             ));
         }
         let Some(lock) = &self.inner.lock else {
-            // A single-file store: the tree store's writer lock serializes.
+            // A single-file store not kept in a file: no other handle can
+            // reach it.
             return f();
         };
         if !lock.set(LOCK_USERS, LockMode::Exclusive, false)? {
@@ -456,7 +483,7 @@ impl ObjectStore {
     /// Takes the packer role: `None` when another thread of this handle,
     /// or another handle or process, has it.
     pub(crate) fn take_packer(&self) -> Result<Option<PackerRole<'_>>> {
-        let Some(lock) = &self.inner.lock else { return Ok(None) };
+        let Some(lock) = self.inner.lock.as_ref().filter(|_| self.inner.dir.is_some()) else { return Ok(None) };
         if self.inner.packing.swap(true, Ordering::SeqCst) {
             return Ok(None);
         }
