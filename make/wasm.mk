@@ -6,6 +6,7 @@
 #
 #   make test-wasm       install what is missing, build the module, run the
 #                        Node suite and the headless-Chromium suite
+#   make lint-wasm       clippy for the wasm32 build (part of `make lint`)
 #   make wasm-pkg        build bindings/wasm/pkg only
 #   make wasm-inspector  build, then serve the inspector page on 127.0.0.1
 #
@@ -22,11 +23,19 @@ WASM_ARTIFACT := $(WASM_TARGET_DIR)/wasm32-unknown-unknown/release/bale_wasm.was
 WASM_BINDGEN_VERSION = $(shell grep -A1 '^name = "wasm-bindgen"$$' Cargo.lock | sed -n 's/^version = "\(.*\)"/\1/p')
 WASM_TESTS := $(wildcard tests/wasm/*.test.mjs) tests/browser/chromium.test.mjs
 
-.PHONY: test-wasm wasm-pkg wasm-tools wasm-inspector
+.PHONY: test-wasm wasm-pkg wasm-tools wasm-target wasm-inspector lint-wasm
 
-wasm-tools:
-	@command -v node >/dev/null || { echo "node is missing: install Node.js >= 20"; exit 1; }
+wasm-target:
 	@rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+
+# The host's clippy run never sees what is compiled for wasm32 only (nor
+# the core as the wasm build has it).
+lint: lint-wasm
+lint-wasm: wasm-target
+	$(CARGO) clippy --target wasm32-unknown-unknown -p bale-wasm --all-targets --locked -- -D warnings
+
+wasm-tools: wasm-target
+	@command -v node >/dev/null || { echo "node is missing: install Node.js >= 20"; exit 1; }
 	@want="wasm-bindgen $(WASM_BINDGEN_VERSION)"; \
 	if [ "$$(wasm-bindgen --version 2>/dev/null)" != "$$want" ]; then \
 		echo "installing $$want (cargo install, about 2 minutes)"; \

@@ -164,8 +164,6 @@ pub(crate) fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A random 64-bit number for names and store ids (no cryptographic
-/// strength needed: creates are exclusive, a clash is retried).
 /// The number of a new staging file: random, or the next of the seed.
 pub(crate) fn staging_number(store: &ObjectStore) -> u64 {
     match &store.inner.staging_seed {
@@ -174,11 +172,22 @@ pub(crate) fn staging_number(store: &ObjectStore) -> u64 {
     }
 }
 
+/// A random 64-bit number for names and store ids (no cryptographic
+/// strength needed: creates are exclusive, a clash is retried): the
+/// standard hasher's random keys, a count of calls, and where they exist
+/// the clock and the process id (on WebAssembly both trap, and the keys
+/// may be fixed, so the count keeps numbers of one run apart).
 pub(crate) fn random_u64() -> u64 {
     use std::hash::{BuildHasher, Hasher};
+    static CALLS: AtomicU64 = AtomicU64::new(0);
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
-    h.write_u32(std::process::id());
+    h.write_u64(CALLS.fetch_add(1, Ordering::Relaxed));
+    #[cfg(not(target_family = "wasm"))]
+    {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        h.write_u128(now.map(|d| d.as_nanos()).unwrap_or(0));
+        h.write_u32(std::process::id());
+    }
     h.finish()
 }
 
@@ -654,4 +663,14 @@ fn read_config(dir: &dyn Dir) -> Result<Config> {
     let mut b = [0u8; CONFIG_LEN];
     f.read_exact_at(&mut b, 0)?;
     Config::decode(&b)
+}
+
+#[cfg(test)]
+mod tests {
+    /// Numbers of one run do not repeat.
+    #[test]
+    fn random_numbers_differ() {
+        let seen: std::collections::HashSet<u64> = (0..10_000).map(|_| super::random_u64()).collect();
+        assert_eq!(seen.len(), 10_000);
+    }
 }
