@@ -8,6 +8,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Mutex, MutexGuard};
 
 use bale::ErrorKind;
 use bale::io::sim::SimRng;
@@ -15,6 +16,15 @@ use bale::objects::{ObjectOptions, ObjectStore};
 use object_gen::{noise, small_chunks, tmp_dir};
 
 const ROLE_ENV: &str = "BALE_OBJ_HANDLES_ROLE";
+
+/// The tests of this file run one at a time: a child process one of them
+/// starts holds copies of every open file of this process from its fork
+/// to its exec, and so for a moment the OFD locks of handles another test
+/// has just closed.
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static TURN: Mutex<()> = Mutex::new(());
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn kind<T>(r: bale::Result<T>) -> Option<ErrorKind> {
     r.err().map(|e| e.kind())
@@ -144,6 +154,7 @@ fn pause_once(ready: Sender<()>, go: Receiver<()>) -> impl FnMut(u64, u64) {
 /// is stored, and a single-file batch's writer lock goes with it.
 #[test]
 fn a_batch_open_at_close_fails_with_closed() {
+    let _turn = one_at_a_time();
     let dir = tmp_dir("obj-close-batch");
     let big = noise(&mut SimRng::new(5), 60_000);
     for single in [false, true] {
@@ -180,7 +191,7 @@ fn a_batch_open_at_close_fails_with_closed() {
 /// it is given) that it is under way, closes `s` and checks that another
 /// process's maintenance is refused, lets the work go on (it waits on the
 /// receiver), and checks that maintenance runs once the work ended.
-fn close_during<T: Send + 'static>(
+fn close_during<T: Send + std::fmt::Debug + 'static>(
     test: &str,
     path: &Path,
     what: &str,
@@ -191,7 +202,9 @@ fn close_during<T: Send + 'static>(
     let (go, go_rx) = channel();
     let c = s.clone();
     let t = std::thread::spawn(move || work(c, ready_tx, go_rx));
-    ready.recv().expect("under way");
+    if ready.recv().is_err() {
+        panic!("{what} ended before it was under way: {:?}", t.join());
+    }
     s.close().expect("close");
     assert_eq!(in_child(test, "maintain", path), "LOCKED", "while {what} of another clone is under way");
     go.send(()).expect("go");
@@ -211,6 +224,7 @@ fn close_keeps_the_store_lock_while_another_clone_works() {
     if as_child() {
         return;
     }
+    let _turn = one_at_a_time();
     let dir = tmp_dir("obj-close-clones");
     let path = dir.join("o");
     create(&path);
@@ -263,6 +277,7 @@ fn single_file_maintenance_is_locked_while_another_process_has_it_open() {
     if as_child() {
         return;
     }
+    let _turn = one_at_a_time();
     let dir = tmp_dir("obj-single-locks");
     let path = dir.join("o.bale");
     let opts = ObjectOptions { config: small_chunks(), single_file: true, ..ObjectOptions::create() };
