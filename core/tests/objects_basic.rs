@@ -141,6 +141,39 @@ fn streamed_adds_in_pieces_of_any_size_match_whole_adds() {
     }
 }
 
+/// Storing a file reads it without touching its access time (Linux lets a
+/// file's owner ask so), like an archiver that preserves atime.
+#[cfg(target_os = "linux")]
+#[test]
+fn adding_files_leaves_their_access_time_alone() {
+    use std::time::{Duration, SystemTime};
+    let tmp = tempdir();
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    let files: Vec<_> = [(1000, "a"), (300_000, "b")]
+        .iter()
+        .map(|&(len, name)| {
+            let p = src.join(name);
+            std::fs::write(&p, noise(len, len as u64)).unwrap();
+            let f = std::fs::File::options().write(true).open(&p).unwrap();
+            // Older than a day: a plain read updates it even under relatime.
+            f.set_times(std::fs::FileTimes::new().set_accessed(old)).unwrap();
+            p
+        })
+        .collect();
+    let atime = |p: &std::path::Path| std::fs::metadata(p).unwrap().accessed().unwrap();
+    let s = ObjectStore::open(tmp.path().join("d"), ObjectOptions::create()).unwrap();
+    for p in &files {
+        s.add_path(p).unwrap();
+        assert_eq!(atime(p), old);
+    }
+    s.add_tree(&src, &Default::default(), None, &mut |_, _| {}).unwrap();
+    for p in &files {
+        assert_eq!(atime(p), old);
+    }
+}
+
 fn tempdir() -> TempDir {
     let p = std::env::temp_dir().join(format!("bale-obj-{}-{}", std::process::id(), rand_u64()));
     std::fs::create_dir_all(&p).unwrap();

@@ -144,7 +144,8 @@ impl ObjectStore {
     #[cfg(unix)]
     pub fn add_path(&self, path: impl AsRef<std::path::Path>) -> Result<ObjectId> {
         let p = path.as_ref();
-        let mut f = std::fs::File::open(p).map_err(|e| Error::io(&format!("cannot open {}", p.display()), e))?;
+        let mut f =
+            super::tree_walk::open_noatime(p, 0).map_err(|e| Error::io(&format!("cannot open {}", p.display()), e))?;
         self.add_reader(&mut f)
     }
 
