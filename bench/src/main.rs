@@ -95,6 +95,17 @@ fn status_kb(field: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// User plus system CPU seconds of this process so far (all threads), from
+/// /proc/self/stat in clock ticks of 1/100 s (the usual USER_HZ).
+fn cpu_s() -> f64 {
+    let s = fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name, which ends with the last ')'.
+    let rest = s.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<u64> = rest.split_whitespace().map(|x| x.parse().unwrap_or(0)).collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after ')'.
+    (f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0)) as f64 / 100.0
+}
+
 /// Resets VmHWM to the current RSS (Linux >= 4.0), so phases can be measured
 /// apart. Returns whether it worked.
 fn reset_peak_rss() -> bool {
