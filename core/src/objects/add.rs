@@ -62,16 +62,16 @@ enum Pending {
 }
 
 /// Where a directory store's batch writes its records.
-enum Target<'a> {
+enum Target {
     /// This handle's staging file (shared by its batches).
     Staging(Option<Arc<Mutex<Staging>>>),
     /// Straight into packs, holding the packer role for the batch's life.
-    Pack { writer: Box<PackWriter>, _role: PackerRole<'a> },
+    Pack { writer: Box<PackWriter>, _role: PackerRole },
 }
 
-enum Sink<'a> {
+enum Sink {
     Dir {
-        target: Target<'a>,
+        target: Target,
         pending: HashMap<ObjectId, Pending>,
         /// The index as the batch began: what is already stored is not
         /// written again (a racing add is settled at commit).
@@ -83,11 +83,11 @@ enum Sink<'a> {
 /// A group of adds made durable together by [`Batch::commit`]. Until then
 /// nothing of it is visible to readers; dropping it without committing
 /// discards it (its records become garbage the packer drops).
-pub struct Batch<'a> {
-    store: &'a ObjectStore,
+pub struct Batch {
+    store: ObjectStore,
     /// Keeps maintenance of this handle out while the batch is open.
-    _user: BatchMark<'a>,
-    sink: Sink<'a>,
+    _user: BatchMark,
+    sink: Sink,
     scratch: Vec<u8>,
     bytes: u64,
     objects: usize,
@@ -96,21 +96,21 @@ pub struct Batch<'a> {
 impl ObjectStore {
     /// Starts a batch. In a single-file store a batch holds the store's
     /// writer lock until it ends.
-    pub fn batch(&self) -> Result<Batch<'_>> {
+    pub fn batch(&self) -> Result<Batch> {
         self.check_writable()?;
         let user = self.mark_batch()?;
         let sink = match self.inner.dir {
             Some(_) => Sink::Dir { target: Target::Staging(None), pending: HashMap::new(), snap: None },
             None => Sink::Tree(Box::new(self.inner.index.write()?)),
         };
-        Ok(Batch { store: self, _user: user, sink, scratch: Vec::new(), bytes: 0, objects: 0 })
+        Ok(Batch { store: self.clone(), _user: user, sink, scratch: Vec::new(), bytes: 0, objects: 0 })
     }
 
     /// Starts a batch that writes straight into packs (no staging copy,
     /// nothing left for the packer), for bulk loads. It holds the packer
     /// lock until it ends; when another process holds it (packing or
     /// bulk-adding), or in a single-file store, this is a plain batch.
-    pub fn batch_packed(&self) -> Result<Batch<'_>> {
+    pub fn batch_packed(&self) -> Result<Batch> {
         let mut b = self.batch()?;
         if self.inner.dir.is_none() {
             return Ok(b);
@@ -168,7 +168,7 @@ impl ObjectStore {
     }
 }
 
-impl<'a> Batch<'a> {
+impl Batch {
     /// Adds one object held in memory.
     pub fn add(&mut self, data: &[u8]) -> Result<ObjectId> {
         self.store.check_open()?;
@@ -190,7 +190,7 @@ impl<'a> Batch<'a> {
 
     /// Starts adding one object whose bytes are handed over piece by
     /// piece ([`StreamAdd::write`]); it is added by [`StreamAdd::finish`].
-    pub fn add_stream(&mut self) -> StreamAdd<'_, 'a> {
+    pub fn add_stream(&mut self) -> StreamAdd<'_> {
         StreamAdd {
             batch: self,
             head: Vec::new(),
@@ -215,7 +215,7 @@ impl<'a> Batch<'a> {
                     Target::Staging(Some(s)) => {
                         let r = guard(s).sync();
                         if r.is_err() {
-                            retire(store, s);
+                            retire(&store, s);
                         }
                         r?;
                         Default::default()
@@ -317,7 +317,7 @@ impl<'a> Batch<'a> {
                     let s = match staging {
                         Some(s) => s.clone(),
                         None => {
-                            let s = current_staging(self.store)?;
+                            let s = current_staging(&self.store)?;
                             *staging = Some(s.clone());
                             s
                         }
@@ -328,7 +328,7 @@ impl<'a> Batch<'a> {
                         Err(e) => {
                             // The file's tail is unknown now: retire it.
                             drop(st);
-                            retire(self.store, &s);
+                            retire(&self.store, &s);
                             return Err(e);
                         }
                     };
@@ -418,7 +418,7 @@ struct Lists {
 }
 
 impl Lists {
-    fn push(&mut self, b: &mut Batch<'_>, level: usize, e: ListEntry) -> Result<()> {
+    fn push(&mut self, b: &mut Batch, level: usize, e: ListEntry) -> Result<()> {
         if level > MAX_LEVEL as usize {
             return Err(Error::new(ErrorKind::TooLarge, "object needs too many chunk-list levels"));
         }
@@ -434,7 +434,7 @@ impl Lists {
 
     /// Writes the open list of `level` as a list record and names it one
     /// level up.
-    fn flush(&mut self, b: &mut Batch<'_>, level: usize) -> Result<()> {
+    fn flush(&mut self, b: &mut Batch, level: usize) -> Result<()> {
         let entries = std::mem::take(&mut self.levels[level]);
         let mut payload = Vec::new();
         encode_list(&entries, &mut payload);
@@ -448,7 +448,7 @@ impl Lists {
 
     /// Flushes every level below the top; returns the top's level and
     /// entries, which become the root record.
-    fn finish(mut self, b: &mut Batch<'_>) -> Result<(u8, Vec<ListEntry>)> {
+    fn finish(mut self, b: &mut Batch) -> Result<(u8, Vec<ListEntry>)> {
         let mut level = 0;
         while level + 1 < self.levels.len() {
             if !self.levels[level].is_empty() {
@@ -466,8 +466,8 @@ impl Lists {
 /// stream is chunked on two threads ([`ChunkPipe`]) while this one reads
 /// and writes the records. Dropping it without `finish` adds nothing (the
 /// chunks already written are left for `repack` to drop).
-pub struct StreamAdd<'b, 'a> {
-    batch: &'b mut Batch<'a>,
+pub struct StreamAdd<'b> {
+    batch: &'b mut Batch,
     head: Vec<u8>,
     pipe: Option<ChunkPipe>,
     /// The block being filled and how many stream bytes it holds.
@@ -476,7 +476,7 @@ pub struct StreamAdd<'b, 'a> {
     total: u64,
 }
 
-impl StreamAdd<'_, '_> {
+impl StreamAdd<'_> {
     fn chunk_max(&self) -> usize {
         self.batch.store.inner.config.chunk_max as usize
     }

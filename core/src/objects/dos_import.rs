@@ -144,7 +144,7 @@ impl ObjectStore {
         let mut pending = 0u64;
         let mut done = 0u64;
         let same_ids = self.hash_kind() == HashKind::Sha256;
-        let add = |batch: &mut super::add::Batch<'_>, key: &str, r: &mut dyn Read, report: &mut TransferReport| {
+        let add = |batch: &mut super::add::Batch, key: &str, r: &mut dyn Read, report: &mut TransferReport| {
             if same_ids
                 && let Ok(id) = ObjectId::from_hex(HashKind::Sha256, key)
                 && self.has(&id)?

@@ -95,11 +95,11 @@ struct Users {
 
 /// One write of this handle under way (a batch, a pack, a maintenance
 /// operation): a close meanwhile leaves the store lock to the last one.
-pub(crate) struct InUse<'a> {
-    inner: &'a Inner,
+pub(crate) struct InUse {
+    inner: Arc<Inner>,
 }
 
-impl Drop for InUse<'_> {
+impl Drop for InUse {
     fn drop(&mut self) {
         let mut u = guard(&self.inner.users);
         u.active -= 1;
@@ -123,12 +123,12 @@ impl Drop for Maintaining<'_> {
 }
 
 /// Counts one open batch of this handle, while it lives.
-pub(crate) struct BatchMark<'a> {
-    inner: &'a Inner,
-    _use: InUse<'a>,
+pub(crate) struct BatchMark {
+    inner: Arc<Inner>,
+    _use: InUse,
 }
 
-impl Drop for BatchMark<'_> {
+impl Drop for BatchMark {
     fn drop(&mut self) {
         self.inner.open_batches.fetch_sub(1, Ordering::SeqCst);
     }
@@ -137,11 +137,11 @@ impl Drop for BatchMark<'_> {
 /// The packer role, held by one thread of one handle at a time (the
 /// packer lock keeps other handles and processes out, the flag this
 /// handle's other threads); released when dropped.
-pub(crate) struct PackerRole<'a> {
-    inner: &'a Inner,
+pub(crate) struct PackerRole {
+    inner: Arc<Inner>,
 }
 
-impl Drop for PackerRole<'_> {
+impl Drop for PackerRole {
     fn drop(&mut self) {
         if let Some(l) = &self.inner.lock {
             let _ = l.set(LOCK_PACKER, LockMode::Unlocked, false);
@@ -405,13 +405,13 @@ impl ObjectStore {
     }
 
     /// Counts a write of this handle as under way (`CLOSED` once closed).
-    pub(crate) fn in_use(&self) -> Result<InUse<'_>> {
+    pub(crate) fn in_use(&self) -> Result<InUse> {
         let mut u = guard(&self.inner.users);
         if u.closed {
             return Err(closed());
         }
         u.active += 1;
-        Ok(InUse { inner: &self.inner })
+        Ok(InUse { inner: self.inner.clone() })
     }
 
     pub(crate) fn check_writable(&self) -> Result<()> {
@@ -476,10 +476,10 @@ impl ObjectStore {
 
     /// Counts a new batch, unless a maintenance operation of this handle
     /// runs (`LOCKED`).
-    pub(crate) fn mark_batch(&self) -> Result<BatchMark<'_>> {
+    pub(crate) fn mark_batch(&self) -> Result<BatchMark> {
         let _use = self.in_use()?;
         self.inner.open_batches.fetch_add(1, Ordering::SeqCst);
-        let mark = BatchMark { inner: &self.inner, _use };
+        let mark = BatchMark { inner: self.inner.clone(), _use };
         if self.inner.maintaining.load(Ordering::SeqCst) {
             return Err(Error::new(
                 ErrorKind::Locked,
@@ -491,13 +491,13 @@ impl ObjectStore {
 
     /// Takes the packer role: `None` when another thread of this handle,
     /// or another handle or process, has it.
-    pub(crate) fn take_packer(&self) -> Result<Option<PackerRole<'_>>> {
+    pub(crate) fn take_packer(&self) -> Result<Option<PackerRole>> {
         let Some(lock) = self.inner.lock.as_ref().filter(|_| self.inner.dir.is_some()) else { return Ok(None) };
         if self.inner.packing.swap(true, Ordering::SeqCst) {
             return Ok(None);
         }
         match lock.set(LOCK_PACKER, LockMode::Exclusive, false) {
-            Ok(true) => Ok(Some(PackerRole { inner: &self.inner })),
+            Ok(true) => Ok(Some(PackerRole { inner: self.inner.clone() })),
             other => {
                 self.inner.packing.store(false, Ordering::SeqCst);
                 other.map(|_| None)

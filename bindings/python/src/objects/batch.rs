@@ -12,27 +12,19 @@ use crate::store::quick;
 use crate::value::PyReader;
 use crate::{CoreResult, Data, Fail, ForkSafe, check_fork, closed_error, to_py_at};
 
-/// A core batch, with the store handle it borrows.
+/// A core batch (it holds its own reference to the store handle), or
+/// none once it has ended.
 pub(crate) struct Owned {
-    /// Dropped before `_store` (see `Drop`); never lent out for longer than
-    /// a borrow of `Owned`.
-    batch: Option<core::Batch<'static>>,
-    /// Only kept alive: the batch borrows it.
-    _store: Arc<core::ObjectStore>,
+    batch: Option<core::Batch>,
 }
 
 impl Owned {
     fn new(store: core::ObjectStore, packed: bool) -> bale::Result<Owned> {
-        let store = Arc::new(store);
         let batch = if packed { store.batch_packed()? } else { store.batch()? };
-        // SAFETY: the batch borrows the handle inside the Arc, which stays
-        // at its address while `_store` lives; `Owned` drops the batch
-        // first, and hands it out only for the length of a borrow of itself.
-        let batch = unsafe { std::mem::transmute::<core::Batch<'_>, core::Batch<'static>>(batch) };
-        Ok(Owned { batch: Some(batch), _store: store })
+        Ok(Owned { batch: Some(batch) })
     }
 
-    fn batch(&mut self) -> bale::Result<&mut core::Batch<'static>> {
+    fn batch(&mut self) -> bale::Result<&mut core::Batch> {
         self.batch.as_mut().ok_or_else(|| bale::Error::new(bale::ErrorKind::Closed, "the batch has ended"))
     }
 
@@ -41,13 +33,6 @@ impl Owned {
             Some(b) => b.commit(),
             None => Ok(()),
         }
-    }
-}
-
-impl Drop for Owned {
-    fn drop(&mut self) {
-        // Before the handle it borrows (the field after it).
-        drop(self.batch.take());
     }
 }
 
@@ -114,11 +99,7 @@ impl ObjectBatch {
     /// Runs `f` on the open batch with the GIL released, as a call of its
     /// store: once the store is closed the batch is discarded and every
     /// use raises `ClosedError`.
-    fn with<T: Send>(
-        &self,
-        py: Python<'_>,
-        f: impl FnOnce(&mut core::Batch<'static>) -> Result<T, Fail> + Send,
-    ) -> PyResult<T> {
+    fn with<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut core::Batch) -> Result<T, Fail> + Send) -> PyResult<T> {
         let mut g = self.lock(py)?;
         let Some(owned) = g.as_mut() else { return Err(closed_error(py, ENDED)) };
         let owned = owned.get_mut()?;
