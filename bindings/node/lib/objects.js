@@ -7,10 +7,9 @@
 const fs = require('node:fs')
 const path = require('node:path')
 const crypto = require('node:crypto')
-const { Readable } = require('node:stream')
 const binding = require('../binding.js')
 const { invalid, isBytes, describe, optionsOf, onlyKnown, offsetOption, guardReceivers } = require('./args.js')
-const { ioError } = require('./streams.js')
+const { ioError, rangeReadable } = require('./streams.js')
 
 const { ObjectStore, Tree } = binding
 
@@ -111,45 +110,19 @@ function createReadStream(id, options) {
   if (typeof id !== 'string' && !isBytes(id)) {
     throw invalid(`an object id must be a hex string or a Buffer of its bytes, not ${describe(id)}`)
   }
-  let pieces = null
-  let pos = start
-  let end = 0
-  return new Readable({
-    highWaterMark: hwm,
-    construct(cb) {
-      try {
-        pieces = store._pieces(id, verify)
-        const length = binding._objectPiecesLength(pieces)
-        end = last === undefined ? length : Math.min(last + 1, length)
-        cb()
-      } catch (e) {
-        cb(e)
+  return rangeReadable(
+    () => {
+      const pieces = store._pieces(id, verify)
+      return {
+        length: binding._objectPiecesLength(pieces),
+        read: (pos, n) => binding._objectPiecesRead(pieces, pos, n),
+        close: () => binding._objectPiecesClose(pieces),
       }
     },
-    read(size) {
-      if (pos >= end) {
-        this.push(null)
-        return
-      }
-      const n = Math.min(Math.max(size, 1), end - pos)
-      binding._objectPiecesRead(pieces, pos, n).then(
-        (buf) => {
-          if (buf.length === 0) {
-            this.push(null)
-            return
-          }
-          pos += buf.length
-          this.push(buf)
-          if (pos >= end) this.push(null)
-        },
-        (err) => this.destroy(err),
-      )
-    },
-    destroy(err, cb) {
-      if (pieces !== null) binding._objectPiecesClose(pieces)
-      cb(err)
-    },
-  })
+    start,
+    last,
+    hwm,
+  )
 }
 
 // The `[id, content]` pairs of a native Many, each read when the iteration

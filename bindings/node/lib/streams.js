@@ -18,22 +18,20 @@ function streamArgs(tree, key, options, what) {
   return [encodeKey(pair, key), optionsOf(rest, what)]
 }
 
-// Memory stays at about one piece (highWaterMark) whatever the value's size.
-function createReadStream(key, options) {
-  const tree = this
-  const [k, o] = streamArgs(tree, key, options, 'read stream options')
-  const hwm = offsetOption(o.highWaterMark, 'highWaterMark') || 1 << 20
-  const start = offsetOption(o.start, 'start') ?? 0
-  const last = offsetOption(o.end, 'end')
-  let reader = null
+// A Readable of bytes start..last (inclusive; to the end when last is
+// undefined) of what `open()` returns: { length, read(pos, n) -> Promise of
+// a Buffer, close() }. Memory stays at about one piece (highWaterMark)
+// whatever the length.
+function rangeReadable(open, start, last, highWaterMark) {
+  let src = null
   let pos = start
   let end = 0
   return new Readable({
-    highWaterMark: hwm,
+    highWaterMark,
     construct(cb) {
       try {
-        reader = tree.openValue(k, { keyEncoding: 'binary' })
-        end = last === undefined ? reader.length : Math.min(last + 1, reader.length)
+        src = open()
+        end = last === undefined ? src.length : Math.min(last + 1, src.length)
         cb()
       } catch (e) {
         cb(e)
@@ -45,7 +43,7 @@ function createReadStream(key, options) {
         return
       }
       const n = Math.min(Math.max(size, 1), end - pos)
-      reader.read(pos, n).then(
+      src.read(pos, n).then(
         (buf) => {
           if (buf.length === 0) {
             this.push(null)
@@ -59,10 +57,20 @@ function createReadStream(key, options) {
       )
     },
     destroy(err, cb) {
-      if (reader !== null) reader.close()
+      if (src !== null) src.close()
       cb(err)
     },
   })
+}
+
+// A value's bytes, read in pieces on the thread pool.
+function createReadStream(key, options) {
+  const tree = this
+  const [k, o] = streamArgs(tree, key, options, 'read stream options')
+  const hwm = offsetOption(o.highWaterMark, 'highWaterMark') || 1 << 20
+  const start = offsetOption(o.start, 'start') ?? 0
+  const last = offsetOption(o.end, 'end')
+  return rangeReadable(() => tree.openValue(k, { keyEncoding: 'binary' }), start, last, hwm)
 }
 
 // A file-system error of the temporary file as an IO error, the original as its cause.
@@ -138,4 +146,4 @@ function addStreams() {
   Tree.prototype.writeStream = writeStream
 }
 
-module.exports = { addStreams, ioError }
+module.exports = { addStreams, ioError, rangeReadable }
