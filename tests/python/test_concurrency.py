@@ -12,6 +12,7 @@ import time
 import pytest
 
 import bale
+from fork_checks import refused_after_fork
 
 KEYS = [b"k%02d" % i for i in range(8)]
 
@@ -105,15 +106,7 @@ def test_handles_inherited_across_fork_refuse_to_work(tmp_path):
             ops = [lambda: t[KEYS[0]], lambda: len(t), lambda: t.read(), lambda: t.write(), lambda: snap[KEYS[0]],
                    lambda: next(it), lambda: f.read(), lambda: txn[b"x"], lambda: txn.commit(), lambda: list(t.items()),
                    lambda: cur.next(), lambda: bytes(view), lambda: memoryview(view), lambda: txn.cursor()]
-            for i, op in enumerate(ops):
-                try:
-                    op()
-                    code = 20 + i
-                    break
-                except bale.ClosedError as e:
-                    if "open the store again" not in str(e):
-                        code = 40 + i
-                        break
+            code = refused_after_fork(ops)
             # Dropping the inherited objects must not release the parent's locks.
             del t, snap, it, cur, view, f, txn
             gc.collect()

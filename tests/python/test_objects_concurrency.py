@@ -16,6 +16,7 @@ import threading
 import pytest
 
 import bale
+from fork_checks import refused_after_fork
 
 SMALL = dict(chunk_min=1024, chunk_avg=4096, chunk_max=16384, fanout=16)
 
@@ -370,15 +371,7 @@ def test_handles_inherited_across_fork_refuse_to_work(tmp_path):
         try:
             ops = [lambda: s.get(oid), lambda: s.add(b"x"), lambda: len(s), lambda: s.batch(), s.pack,
                    lambda: s.open(oid), lambda: b.add(b"x"), b.commit, lambda: f.read(10), s.stats]
-            for i, op in enumerate(ops):
-                try:
-                    op()
-                    code = 20 + i
-                    break
-                except bale.ClosedError as e:
-                    if "open the store again" not in str(e):
-                        code = 40 + i
-                        break
+            code = refused_after_fork(ops)
             s.close()  # does nothing in the child
             # Dropping the inherited objects must not release the parent's locks.
             del s, b, f
