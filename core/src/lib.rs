@@ -5,6 +5,7 @@
 //! content-addressed object store. FORMAT.md describes their bytes.
 #![forbid(unsafe_op_in_unsafe_fn)]
 
+pub mod bitable;
 pub mod btree;
 pub mod chunk_cache;
 pub mod error;

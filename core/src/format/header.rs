@@ -17,6 +17,8 @@ pub enum FileKind {
     ObjectConfig,
     /// An object store's pack or staging file.
     Pack,
+    /// An immutable sorted table.
+    Bitable,
 }
 
 impl FileKind {
@@ -25,6 +27,7 @@ impl FileKind {
             FileKind::Tree => *b"TREE",
             FileKind::ObjectConfig => *b"OBJS",
             FileKind::Pack => *b"PACK",
+            FileKind::Bitable => *b"BTBL",
         }
     }
 
@@ -33,6 +36,7 @@ impl FileKind {
             FileKind::Tree => "tree store",
             FileKind::ObjectConfig => "object store config",
             FileKind::Pack => "object store pack",
+            FileKind::Bitable => "bitable",
         }
     }
 
@@ -41,6 +45,7 @@ impl FileKind {
             b"TREE" => Some(FileKind::Tree),
             b"OBJS" => Some(FileKind::ObjectConfig),
             b"PACK" => Some(FileKind::Pack),
+            b"BTBL" => Some(FileKind::Bitable),
             _ => None,
         }
     }

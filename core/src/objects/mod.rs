@@ -34,6 +34,7 @@ pub use pack::Progress;
 pub use problem::ObjectProblem;
 pub use read::{ObjectMeta, ObjectReader, ObjectsInDiskOrder};
 pub use report::{AddTreeReport, CleanReport, ObjectStats, PackReport, RebuildReport, TransferReport, ValidateReport};
+pub(crate) use store::random_u64;
 pub use store::{ObjectOptions, ObjectStore};
 #[cfg(unix)]
 pub use tree_walk::{AddTreeOptions, LinkPolicy};
