@@ -137,7 +137,7 @@ impl LargeWriter {
                     Ok(0) => break,
                     Ok(k) => n += k,
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(Error::io("cannot read the value", e)),
+                    Err(e) => return Err(super::writer::read_error(e)),
                 }
             }
             if n == 0 {

@@ -5,9 +5,12 @@
 
 mod check;
 mod cursor;
+mod export;
 mod large;
+mod merge;
 mod meta;
 mod page;
+mod sort;
 mod table;
 mod value;
 mod writer;
@@ -15,7 +18,12 @@ mod writer;
 pub use crate::objects::Compression;
 pub use check::{CheckReport, Problem};
 pub use cursor::{Cursor, Range, prefix_end};
+#[cfg(unix)]
+pub use export::export_tree;
+pub use export::export_tree_into;
+pub use merge::{OnDuplicate, merge_into};
 pub use meta::{Completion, TableMeta};
+pub use sort::{SortOptions, UnsortedWriter};
 pub use table::{Bitable, OpenOptions, Stats};
 pub use value::{LargeReader, LargeValue, Value};
 pub use writer::{BuildOptions, BuildSummary, Writer};

@@ -215,12 +215,27 @@ impl Writer {
         head.clear();
         let r = (&mut *value).take(limit as u64 + 1).read_to_end(&mut head);
         let res = match r {
-            Err(e) => Err(Error::io("cannot read the value", e)),
+            Err(e) => Err(read_error(e)),
             Ok(_) if head.len() <= limit => self.guard(|w| w.push(key, CellValue::Inline(&head), head.len() as u64)),
             Ok(_) => self.guard(|w| w.push_large(key, &head, value)),
         };
         self.value_buf = head;
         res
+    }
+
+    /// Appends every pair of `pairs`, which must be in ascending key order;
+    /// returns how many.
+    pub fn append_iter<K, V>(&mut self, pairs: impl IntoIterator<Item = (K, V)>) -> Result<u64>
+    where
+        K: AsRef<[u8]>,
+        V: AsRef<[u8]>,
+    {
+        let mut n = 0;
+        for (k, v) in pairs {
+            self.append(k.as_ref(), v.as_ref())?;
+            n += 1;
+        }
+        Ok(n)
     }
 
     /// Runs a step that writes; a failure ends the build.
@@ -381,7 +396,7 @@ impl Drop for Writer {
 
 /// A fresh name `.NAME.<random>.<what>` in `path`'s directory.
 #[cfg(unix)]
-fn temp_beside(path: &std::path::Path, what: &str) -> Result<std::path::PathBuf> {
+pub(crate) fn temp_beside(path: &std::path::Path, what: &str) -> Result<std::path::PathBuf> {
     let name = path
         .file_name()
         .ok_or_else(|| Error::invalid(format!("{} does not name a file", path.display())))?
@@ -413,6 +428,18 @@ fn add_child(levels: &mut Vec<Level>, below: usize, ps: usize, sep: &[u8], ordin
     add_child(levels, below + 1, ps, sep, ordinal);
 }
 
+/// The error of a failed value read: a bale error passed through the
+/// reader (e.g. a damaged input table) keeps its kind.
+pub(crate) fn read_error(e: std::io::Error) -> Error {
+    if !e.get_ref().is_some_and(|inner| inner.is::<Error>()) {
+        return Error::io("cannot read the value", e);
+    }
+    match e.into_inner().map(|b| b.downcast::<Error>()) {
+        Some(Ok(inner)) => *inner,
+        _ => Error::new(ErrorKind::Io, "cannot read the value"),
+    }
+}
+
 /// Copies `len` bytes of `from` to `to` at `at`, in 1 MiB runs.
 fn copy_region(from: &dyn Storage, to: &dyn Storage, len: u64, at: u64) -> Result<()> {
     let mut buf = vec![0u8; WRITE_RUN];
@@ -427,7 +454,7 @@ fn copy_region(from: &dyn Storage, to: &dyn Storage, len: u64, at: u64) -> Resul
 }
 
 /// A key for messages: text when printable, hex otherwise, cut at 64 bytes.
-fn show(key: &[u8]) -> String {
+pub(crate) fn show(key: &[u8]) -> String {
     let k = &key[..key.len().min(64)];
     let more = if key.len() > 64 { "…" } else { "" };
     match std::str::from_utf8(k) {
