@@ -6,7 +6,7 @@ CARGO ?= cargo
 BINDING_TESTS :=
 include $(wildcard make/*.mk)
 
-.PHONY: demo test test-rust lint corpus-check corpus crash-long bench bench-percall bench-objects deps
+.PHONY: demo test test-rust lint corpus-check corpus crash-long bench bench-percall bench-objects bench-bitable deps
 
 deps:
 	@command -v cargo >/dev/null || { echo "cargo is missing: install rustup (https://rustup.rs)"; exit 1; }
@@ -42,6 +42,12 @@ crash-long:
 bench:
 	./bench/run.sh
 	$(MAKE) bench-objects
+	$(MAKE) bench-bitable
+
+# Bitables against LMDB (heed): build, lookups, scan, merge, unsorted build
+# (bench/bitable.sh; settings there).
+bench-bitable:
+	./bench/bitable.sh
 
 # Per-call reads (a snapshot per get) from Rust, Python and Node, small and
 # large store, and the ratio table (bench/percall.sh; stores cached in

@@ -31,6 +31,7 @@ use std::path::{Path, PathBuf};
 use std::process::exit;
 use std::time::Instant;
 
+mod bitable;
 mod objects;
 
 const KL: usize = 16;
@@ -837,9 +838,13 @@ fn bigvalue(work: &Path, gib: f64, mmap: bool) {
     }
 }
 
+fn num(s: &str) -> u64 {
+    s.parse().unwrap_or_else(|_| die(&format!("{s:?} is not a number")))
+}
+
 fn usage() -> ! {
     die(
-        "usage: bale-bench kv <bale|heed|redb|rusqlite|rusqlite-tuned> DATA WORK\n       bale-bench bigvalue WORK [--gib N] [--no-mmap]\n       bale-bench percall-build DATA WORK [--gib N]\n       bale-bench percall <bale|bale-get|heed|redb> DATA STORE [--passes P]\n       bale-bench obj-w4 DATA WORK | obj-w5 FILE WORK | obj-scale N WORK",
+        "usage: bale-bench kv <bale|heed|redb|rusqlite|rusqlite-tuned> DATA WORK\n       bale-bench bigvalue WORK [--gib N] [--no-mmap]\n       bale-bench percall-build DATA WORK [--gib N]\n       bale-bench percall <bale|bale-get|heed|redb> DATA STORE [--passes P]\n       bale-bench obj-w4 DATA WORK | obj-w5 FILE WORK | obj-scale N WORK\n       bale-bench bt-build <bale-fast|bale-durable|heed> N WORK | bt-merge K N WORK | bt-unsorted N BUDGET_MIB WORK",
     )
 }
 
@@ -877,11 +882,12 @@ fn main() {
                 a.get(5).map_or(Some(3), |s| s.parse().ok()).filter(|p: &usize| *p > 0).unwrap_or_else(|| usage());
             percall(&a[1], Path::new(&a[2]), Path::new(&a[3]), passes)
         }
+        Some("bt-build") if a.len() == 4 => bitable::build(&a[1], num(&a[2]), Path::new(&a[3])),
+        Some("bt-merge") if a.len() == 4 => bitable::merge(num(&a[1]), num(&a[2]), Path::new(&a[3])),
+        Some("bt-unsorted") if a.len() == 4 => bitable::unsorted(num(&a[1]), num(&a[2]), Path::new(&a[3])),
         Some("obj-w4") if a.len() == 3 => objects::w4(Path::new(&a[1]), Path::new(&a[2])),
         Some("obj-w5") if a.len() == 3 => objects::w5(Path::new(&a[1]), Path::new(&a[2])),
-        Some("obj-scale") if a.len() == 3 => {
-            objects::scale(a[1].parse().unwrap_or_else(|_| usage()), Path::new(&a[2]))
-        }
+        Some("obj-scale") if a.len() == 3 => objects::scale(a[1].parse().unwrap_or_else(|_| usage()), Path::new(&a[2])),
         _ => usage(),
     }
 }

@@ -34,20 +34,29 @@ impl Default for SortOptions {
 /// Runs merged at once; more are first merged into one run, so that open
 /// files stay few.
 const MAX_FAN_IN: usize = 64;
+/// Runs are read with positioned reads: a merge then holds one page per
+/// run, where a map would keep every page it touched resident.
+const RUN_READS: OpenOptions = OpenOptions { mmap: false };
 
-/// Where a buffered pair's value is.
-#[derive(Clone, Copy)]
-enum Held {
-    /// `len` bytes after the key in the arena.
-    Inline(u32),
-    /// In the large-value spill file.
-    Spilled { at: u64, len: u64 },
+/// A buffered pair: its key's first 8 bytes (big-endian, zero-padded, so
+/// most comparisons need not reach the arena), where it is in the arena,
+/// and its value's length there, or [`SPILLED`] when the arena holds the
+/// 16-byte location of a value streamed to the spill file instead.
+struct Pair {
+    head: u64,
+    at: u64,
+    key_len: u32,
+    value_len: u32,
 }
 
-struct Pair {
-    at: usize,
-    key_len: u32,
-    held: Held,
+const SPILLED: u32 = u32::MAX;
+
+fn head8(key: &[u8]) -> u64 {
+    let mut h = 0u64;
+    for i in 0..8 {
+        h = (h << 8) | u64::from(key.get(i).copied().unwrap_or(0));
+    }
+    h
 }
 
 /// A table built from pairs added in any order.
@@ -112,12 +121,16 @@ impl UnsortedWriter {
     }
 
     /// Makes room for a pair of `bytes` arena bytes, spilling a run when
-    /// the buffers would outgrow the budget: the arena may take 7/8 of
-    /// it, the pair list the rest.
+    /// the buffers (their capacity, arena and pair list together) would
+    /// outgrow the budget.
     fn make_room(&mut self, bytes: usize) -> Result<()> {
         let budget = self.sort.memory_budget as usize;
         let fits = |s: &mut UnsortedWriter| {
-            grow(&mut s.arena, bytes, budget / 8 * 7) && grow(&mut s.pairs, 1, budget / 8 / size_of::<Pair>())
+            let pair_room = s.pairs.capacity() * size_of::<Pair>();
+            grow(&mut s.arena, bytes, budget.saturating_sub(pair_room)) && {
+                let arena_room = s.arena.capacity();
+                grow(&mut s.pairs, 1, budget.saturating_sub(arena_room) / size_of::<Pair>())
+            }
         };
         if !fits(self) {
             if self.pairs.is_empty() {
@@ -140,7 +153,7 @@ impl UnsortedWriter {
         let at = self.arena.len();
         self.arena.extend_from_slice(key);
         self.arena.extend_from_slice(value);
-        self.push(at, key.len(), Held::Inline(value.len() as u32));
+        self.push(at, key, value.len() as u32);
         Ok(())
     }
 
@@ -149,14 +162,11 @@ impl UnsortedWriter {
     pub fn add_reader(&mut self, key: &[u8], value: &mut dyn Read) -> Result<()> {
         self.check_key(key)?;
         let mut head = Vec::new();
-        (&mut *value)
-            .take(self.inline_max as u64 + 1)
-            .read_to_end(&mut head)
-            .map_err(super::writer::read_error)?;
+        (&mut *value).take(self.inline_max as u64 + 1).read_to_end(&mut head).map_err(super::writer::read_error)?;
         if head.len() <= self.inline_max {
             return self.add(key, &head);
         }
-        self.make_room(key.len())?;
+        self.make_room(key.len() + 16)?;
         let spill = match &self.large {
             Some(s) => s.clone(),
             None => {
@@ -182,38 +192,45 @@ impl UnsortedWriter {
         self.large_end = start + len;
         let at = self.arena.len();
         self.arena.extend_from_slice(key);
-        self.push(at, key.len(), Held::Spilled { at: start, len });
+        self.arena.extend_from_slice(&start.to_le_bytes());
+        self.arena.extend_from_slice(&len.to_le_bytes());
+        self.push(at, key, SPILLED);
         Ok(())
     }
 
-    fn push(&mut self, at: usize, key_len: usize, held: Held) {
-        self.pairs.push(Pair { at, key_len: key_len as u32, held });
+    fn push(&mut self, at: usize, key: &[u8], value_len: u32) {
+        self.pairs.push(Pair { head: head8(key), at: at as u64, key_len: key.len() as u32, value_len });
         self.added += 1;
     }
 
     fn key<'a>(arena: &'a [u8], p: &Pair) -> &'a [u8] {
-        &arena[p.at..p.at + p.key_len as usize]
+        &arena[p.at as usize..][..p.key_len as usize]
     }
 
-    /// Sorts the buffer (stable: of equal keys the last added comes last)
-    /// and writes it, without duplicates, to `w`.
+    /// Sorts the buffer and writes it, without duplicates, to `w`. Of equal
+    /// keys the one added last (the highest arena offset) sorts last, so an
+    /// unstable sort, which needs no extra memory, gives the stable order.
     fn write_sorted(&mut self, w: &mut Writer) -> Result<()> {
         let arena = &self.arena;
-        self.pairs.sort_by(|a, b| Self::key(arena, a).cmp(Self::key(arena, b)));
+        self.pairs.sort_unstable_by(|a, b| {
+            a.head.cmp(&b.head).then_with(|| Self::key(arena, a).cmp(Self::key(arena, b))).then(a.at.cmp(&b.at))
+        });
         for (i, p) in self.pairs.iter().enumerate() {
             let key = Self::key(arena, p);
-            if self.pairs.get(i + 1).is_some_and(|n| Self::key(arena, n) == key) {
+            if self.pairs.get(i + 1).is_some_and(|n| n.head == p.head && Self::key(arena, n) == key) {
                 if self.sort.on_duplicate == OnDuplicate::Error {
                     return Err(Error::invalid(format!("the key {} was added more than once", show(key))));
                 }
                 continue;
             }
-            match p.held {
-                Held::Inline(n) => w.append(key, &arena[p.at + p.key_len as usize..][..n as usize])?,
-                Held::Spilled { at, len } => {
-                    let spill = self.large.as_ref().ok_or_else(|| Error::invalid("no spill file"))?;
-                    w.append_reader(key, &mut StorageReader { s: &**spill, at, end: at + len })?
-                }
+            let rest = &arena[p.at as usize + key.len()..];
+            if p.value_len == SPILLED {
+                let at = u64::from_le_bytes(rest[..8].try_into().unwrap_or_default());
+                let len = u64::from_le_bytes(rest[8..16].try_into().unwrap_or_default());
+                let spill = self.large.as_ref().ok_or_else(|| Error::invalid("no spill file"))?;
+                w.append_reader(key, &mut StorageReader { s: &**spill, at, end: at + len })?;
+            } else {
+                w.append(key, &rest[..p.value_len as usize])?;
             }
         }
         self.pairs.clear();
@@ -226,7 +243,7 @@ impl UnsortedWriter {
         let mut w = Writer::create(&name, self.build)?;
         self.write_sorted(&mut w)?;
         w.finish(Completion::Fast)?;
-        let t = Bitable::open(&name, OpenOptions::default())?;
+        let t = Bitable::open(&name, RUN_READS)?;
         self.runs.push((name, t));
         if self.runs.len() >= MAX_FAN_IN {
             // Consecutive runs merged keep their order, so the newest still wins.
@@ -239,7 +256,7 @@ impl UnsortedWriter {
             for (old, _) in self.runs.drain(..) {
                 let _ = std::fs::remove_file(old);
             }
-            let t = Bitable::open(&name, OpenOptions::default())?;
+            let t = Bitable::open(&name, RUN_READS)?;
             self.runs.push((name, t));
         }
         Ok(())

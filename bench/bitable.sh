@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Bitable benchmark: bale against LMDB (heed, append flag) in one run,
+# interleaved; then a markdown table with the ratios the format aims for
+# (bench/bitable_summary.py).
+#
+#   build    N sorted pairs of 24-byte keys and 8-byte values: bale fast,
+#            bale durable, LMDB; then 2,000,000 random lookups and a scan
+#   merge    8 tables of 1,000,000 pairs merged into one
+#   unsorted N pairs in a scrambled order, 64 MiB memory budget
+#
+# Settings: RUNS=3, N=10000000, MERGE_K=8, MERGE_N=1000000, BUDGET_MIB=64,
+#   WORK=bench/work/bitable, OUT=bench/results/bitable-<date>.jsonl
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+RUNS=${RUNS:-3}
+N=${N:-10000000}
+MERGE_K=${MERGE_K:-8}
+MERGE_N=${MERGE_N:-1000000}
+BUDGET_MIB=${BUDGET_MIB:-64}
+WORK=${WORK:-bench/work/bitable}
+mkdir -p bench/results "$WORK"
+OUT=${OUT:-bench/results/bitable-$(date +%Y-%m-%d-%H%M%S)-$(git rev-parse --short HEAD 2>/dev/null || echo nogit).jsonl}
+
+echo "== building bale-bench (release)" >&2
+cargo build --release --locked --manifest-path bench/Cargo.toml >&2
+BIN=${CARGO_TARGET_DIR:-bench/target}/release/bale-bench
+
+: >"$OUT"
+run() { echo "-- $*" >&2; "$@" | tee -a "$OUT"; }
+for ((r = 0; r < RUNS; r++)); do
+    for e in bale-fast heed bale-durable; do
+        run "$BIN" bt-build "$e" "$N" "$WORK/build"
+    done
+    run "$BIN" bt-merge "$MERGE_K" "$MERGE_N" "$WORK/merge"
+    run "$BIN" bt-unsorted "$N" "$BUDGET_MIB" "$WORK/unsorted"
+done
+rm -rf "$WORK"
+echo "== raw results: $OUT" >&2
+python3 bench/bitable_summary.py "$OUT"
