@@ -62,7 +62,8 @@ pub fn w4(data: &Path, work: &Path) {
     let pack_s = secs(t);
     let write_s = add_s + pack_s;
     let (disk, alloc) = dir_size(&path);
-    let files = fs::read_dir(path.join("packs")).unwrap().count() + fs::read_dir(path.join("staging")).unwrap().count() + 3;
+    let files =
+        fs::read_dir(path.join("packs")).unwrap().count() + fs::read_dir(path.join("staging")).unwrap().count() + 3;
     let order = shuffled(&ids);
     let t = Instant::now();
     let got = s.get_many_in_disk_order(&order).unwrap();
