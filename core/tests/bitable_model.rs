@@ -172,6 +172,28 @@ fn tables_of_many_shapes_match_the_model() {
 }
 
 #[test]
+fn keys_with_long_shared_prefixes() {
+    // Path-like keys: pages store a common prefix and take heads after it.
+    let mut rng = ChaCha8Rng::seed_from_u64(21);
+    let mut model = Model::new();
+    for (i, p) in ["asset/aurora/", "asset/basalt/texture/", "asset/basalt/texture/hero_", "b"].iter().enumerate() {
+        for k in random_model(&mut rng, 3000, 10, 0).into_keys() {
+            model.insert([p.as_bytes(), &k].concat(), vec![i as u8; 3]);
+        }
+    }
+    let t = build_mem(&model, BuildOptions::default());
+    check_against(&t, &model, &mut rng);
+    for probe in
+        [&b""[..], b"a", b"asset", b"asset/", b"asset/b", b"asset/basalt/texture/", b"asset/c", b"b", b"c", b"\xff"]
+    {
+        let want = model.range::<[u8], _>((Bound::Included(probe), Bound::Unbounded)).next().map(|(k, _)| k.as_slice());
+        assert_eq!(t.lower_bound(probe).unwrap().key(), want, "{probe:?}");
+        let below = model.range::<[u8], _>((Bound::Unbounded, Bound::Excluded(probe))).count() as u64;
+        assert_eq!(t.rank(probe).unwrap(), below, "{probe:?}");
+    }
+}
+
+#[test]
 fn deep_tables_with_long_keys() {
     // 1 KiB keys that differ only at the end: separators cannot be shortened,
     // so branches hold three children and the tree grows deep.

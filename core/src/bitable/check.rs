@@ -108,6 +108,9 @@ impl<'t> Walk<'t, '_> {
                 return self.skip_subtree();
             }
         };
+        if let Some(what) = b.heads_problem() {
+            self.corrupt(no, what);
+        }
         let m = t.meta();
         let (first, count) = (b.first_child(), b.count() as u64);
         let in_level = if level == 1 {
@@ -148,6 +151,9 @@ impl<'t> Walk<'t, '_> {
             Ok(l) => l,
             Err(e) => return self.problem(Some(no), e),
         };
+        if let Some(what) = leaf.heads_problem() {
+            self.corrupt(no, what);
+        }
         if leaf.first_ordinal() != self.ordinal {
             self.corrupt(
                 no,

@@ -251,6 +251,18 @@ impl Range {
     }
 }
 
+impl Range {
+    /// Like [`Range::next_ref`], with the pair's ordinal.
+    pub fn next_with_ordinal(&mut self) -> Result<Option<(u64, &[u8], Value<'_>)>> {
+        if !self.advance()? {
+            self.cursor.leaf = 0;
+            return Ok(None);
+        }
+        let key = self.cursor.key().unwrap_or(&[]);
+        Ok(self.cursor.value()?.map(|v| (self.cursor.ordinal(), key, v)))
+    }
+}
+
 impl Iterator for Range {
     type Item = Result<(Vec<u8>, Value<'static>)>;
 

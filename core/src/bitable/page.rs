@@ -113,8 +113,8 @@ impl LeafBuilder {
         let Some((key_off, val_off)) = self.place(key.len(), bytes.len()) else {
             return false;
         };
+        // The head is written by `finish`, once the page's prefix is known.
         let slot = PAGE_HEADER + SLOT * self.count;
-        put_u32(&mut self.page, slot, head_of(key));
         put_u16(&mut self.page, slot + 4, key_off as u16);
         put_u16(&mut self.page, slot + 6, key.len() as u16);
         put_u16(&mut self.page, key_off - 2, vlen);
@@ -132,6 +132,7 @@ impl LeafBuilder {
         self.page[1] = 0;
         put_u16(&mut self.page, 2, self.count as u16);
         put_u64(&mut self.page, 8, first);
+        set_heads(&mut self.page, PAGE_HEADER, self.count);
         seal(&mut self.page, page_no);
         &self.page
     }
@@ -206,10 +207,10 @@ impl BranchBuilder {
             at += len;
             top -= len;
             p[top..top + len].copy_from_slice(key);
-            put_u32(&mut p, slots + SLOT * j, head_of(key));
             put_u16(&mut p, slots + SLOT * j + 4, top as u16);
             put_u16(&mut p, slots + SLOT * j + 6, len as u16);
         }
+        set_heads(&mut p, slots, c - 1);
         seal(&mut p, page_no);
         p
     }
@@ -244,6 +245,44 @@ fn check_slots(b: &[u8], slots: usize, n: usize, low: usize, page_no: u64) -> Re
     Ok(())
 }
 
+/// The length of the longest common prefix of `a` and `b`.
+pub fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// The page's key prefix length (header bytes 4..6).
+#[inline]
+fn prefix_len(b: &[u8]) -> usize {
+    usize::from(u16_at(b, 4).unwrap_or(0))
+}
+
+/// Records the prefix the page's `n` keys share (that of its first and
+/// last key) and writes every slot's head from the bytes after it.
+fn set_heads(page: &mut [u8], slots: usize, n: usize) {
+    let p = if n >= 2 { common_prefix(slot_key(page, slots, 0), slot_key(page, slots, n - 1)) } else { 0 };
+    put_u16(page, 4, p as u16);
+    for i in 0..n {
+        let h = head_of(slot_key(page, slots, i).get(p..).unwrap_or(&[]));
+        put_u32(page, slots + SLOT * i, h);
+    }
+}
+
+/// What is wrong with a page's prefix and heads, if anything (for `check`:
+/// a wrong head misleads searches without failing any bounds).
+pub fn heads_problem(b: &[u8], slots: usize, n: usize) -> Option<String> {
+    let p = prefix_len(b);
+    if n == 0 {
+        return None;
+    }
+    let first = slot_key(b, slots, 0);
+    if p > first.len() || common_prefix(first, slot_key(b, slots, n - 1)) < p {
+        return Some(format!("its keys do not share the {p}-byte prefix its header gives"));
+    }
+    (0..n)
+        .find(|&i| u32_at(b, slots + SLOT * i) != Some(head_of(slot_key(b, slots, i).get(p..).unwrap_or(&[]))))
+        .map(|i| format!("slot {i} holds a head that is not its key's"))
+}
+
 /// Asks the CPU to load the cache lines of `n` slots at `slots` at once,
 /// so that the binary search's misses overlap instead of following each
 /// other (a lookup's time is mostly those misses).
@@ -270,7 +309,22 @@ fn prefetch_slots(b: &[u8], slots: usize, n: usize) {
 #[inline]
 fn search(b: &[u8], slots: usize, n: usize, key: &[u8], upper: bool) -> usize {
     prefetch_slots(b, slots, n);
-    let h = head_of(key);
+    // Every key of the page starts with the same `p` bytes: compare them
+    // once, then the heads of what follows.
+    let p = if n == 0 { 0 } else { prefix_len(b) };
+    if p > 0 {
+        let first = slot_key(b, slots, 0);
+        let own = &key[..p.min(key.len())];
+        let page = first.get(..own.len()).unwrap_or(first);
+        match own.cmp(page) {
+            Ordering::Less => return 0,
+            Ordering::Greater => return n,
+            // A probe that is a proper prefix of every key is below them all.
+            Ordering::Equal if key.len() < p => return 0,
+            Ordering::Equal => {}
+        }
+    }
+    let h = head_of(key.get(p..).unwrap_or(&[]));
     let (mut lo, mut hi) = (0usize, n);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
@@ -358,6 +412,10 @@ impl<'a> Leaf<'a> {
     pub fn search(&self, key: &[u8], upper: bool) -> usize {
         search(self.b, PAGE_HEADER, self.count, key, upper)
     }
+
+    pub fn heads_problem(&self) -> Option<String> {
+        heads_problem(self.b, PAGE_HEADER, self.count)
+    }
 }
 
 /// A branch page whose checksum was verified, read in place.
@@ -412,6 +470,10 @@ impl<'a> Branch<'a> {
     /// Separator `j` (1 ≤ j < count).
     pub fn separator(&self, j: usize) -> &'a [u8] {
         slot_key(self.b, self.slots(), j - 1)
+    }
+
+    pub fn heads_problem(&self) -> Option<String> {
+        heads_problem(self.b, self.slots(), self.count - 1)
     }
 
     /// The child to descend into for `key`: the number of separators `<= key`.
@@ -481,7 +543,16 @@ mod tests {
                 assert_eq!(leaf.search(key, true), i + 1);
             }
             assert_eq!(leaf.search(b"a", false), 0);
+            assert_eq!(leaf.search(b"key", false), 0, "a probe that is a prefix of the page's prefix");
             assert_eq!(leaf.search(b"z", false), n);
+            assert!(u16_at(&page, 4).unwrap() >= 3, "the keys share `key`");
+            assert!(leaf.heads_problem().is_none());
+            let mut bad = page.clone();
+            bad[PAGE_HEADER + SLOT * 5] ^= 1;
+            assert!(Leaf::trusted(&bad, align).heads_problem().is_some());
+            let mut bad = page.clone();
+            bad[4] = 9;
+            assert!(Leaf::trusted(&bad, align).heads_problem().is_some());
         }
     }
 
