@@ -33,6 +33,26 @@ pub enum BenchCommand {
         after_help = EXIT_CODES_HELP
     )]
     Kv(KvBenchArgs),
+    /// Look the same random keys up in a tree store and in a bitable of it.
+    #[command(
+        long_about = "Picks --count keys of TABLE at random ordinals (with repeats), then             looks each one up in the tree store STORE (one read transaction)             and in TABLE, in the same order, touching each value, and prints             both files' sizes and lookup rates side by side. TABLE is             typically `bale bitable export STORE TABLE`; every key must be in             both.",
+        after_help = EXIT_CODES_HELP
+    )]
+    Lookup(LookupArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct LookupArgs {
+    /// The tree store.
+    store: PathBuf,
+    /// The bitable.
+    table: PathBuf,
+    /// Number of lookups in each.
+    #[arg(long, default_value_t = 1_000_000)]
+    count: u64,
+    /// PRNG seed for the keys picked.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
 }
 
 #[derive(Args, Debug)]
@@ -57,7 +77,73 @@ pub struct KvBenchArgs {
 pub fn run(ctx: &Ctx, cmd: BenchCommand) -> Result<u8, Failure> {
     match cmd {
         BenchCommand::Kv(a) => kv(ctx, a),
+        BenchCommand::Lookup(a) => lookup(ctx, a),
     }
+}
+
+fn lookup(ctx: &Ctx, a: LookupArgs) -> Result<u8, Failure> {
+    use bale::ReadOps;
+    use bale::bitable::{Bitable, OpenOptions, Value};
+    let table = Bitable::open(&a.table, OpenOptions { mmap: ctx.mmap })?;
+    if table.is_empty() {
+        return Err(Failure::invalid(format!("{} is empty: nothing to look up", a.table.display())));
+    }
+    let store = ctx.open(&a.store, Access::Read)?;
+    let mut rng = SplitMix64(a.seed);
+    let mut keys = Vec::with_capacity(a.count as usize);
+    for _ in 0..a.count {
+        let c = table.select(rng.below(table.len()))?;
+        keys.push(c.key().unwrap_or(&[]).to_vec());
+    }
+    let missing = |k: &[u8], what: &str| {
+        Failure::invalid(format!("key {} is not in the {what}", crate::text::show_key(k, false)))
+    };
+    let txn = store.read()?;
+    let (mut sum_s, mut sum_t) = (0u64, 0u64);
+    let t0 = Instant::now();
+    for k in &keys {
+        let v = txn.get(k)?.ok_or_else(|| missing(k, "tree store"))?;
+        sum_s = sum_s.wrapping_add(v.len());
+    }
+    let tree = Timed { seconds: t0.elapsed().as_secs_f64(), ops: a.count };
+    let t0 = Instant::now();
+    for k in &keys {
+        let v = table.get(k)?.ok_or_else(|| missing(k, "bitable"))?;
+        sum_t = sum_t.wrapping_add(match &v {
+            Value::Inline(b) => b.len() as u64,
+            Value::Large(l) => l.len(),
+        });
+    }
+    let bit = Timed { seconds: t0.elapsed().as_secs_f64(), ops: a.count };
+    if sum_s != sum_t {
+        return Err(Failure::new("CORRUPT", "the two files hold different values for the same keys", exit::CORRUPT));
+    }
+    let size = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.len()).map_err(|e| Failure::io(p.display(), e));
+    let (store_bytes, table_bytes) = (size(&a.store)?, size(&a.table)?);
+    if ctx.json {
+        print_json(&json!({
+            "count": a.count,
+            "store": { "file": a.store.display().to_string(), "bytes": store_bytes, "lookups": tree.json() },
+            "bitable": { "file": a.table.display().to_string(), "bytes": table_bytes, "lookups": bit.json() },
+        }))?;
+        return Ok(exit::OK);
+    }
+    println!("{:<12} {:>12} {:>16} {:>10}", "", "file", "lookups/s", "µs each");
+    for (name, bytes, t) in [("tree store", store_bytes, &tree), ("bitable", table_bytes, &bit)] {
+        println!(
+            "{name:<12} {:>12} {:>16} {:>10.2}",
+            human_bytes(bytes),
+            grouped(t.rate() as u64),
+            t.seconds * 1e6 / t.ops as f64
+        );
+    }
+    println!(
+        "{} random lookups of the same keys; the bitable is {:.2}x the size and {:.2}x the rate",
+        grouped(a.count),
+        table_bytes as f64 / store_bytes as f64,
+        bit.rate() / tree.rate()
+    );
+    Ok(exit::OK)
 }
 
 /// splitmix64 (Steele, Lea, Flood 2014): tiny, fast, and good enough to

@@ -16,8 +16,8 @@ pub mod exit {
 pub const EXIT_CODES_HELP: &str = "\
 Exit codes:
   0  success
-  1  error; also `kv get` of a key or `obj get` of an object that is not
-     in the store (code NOT_FOUND)
+  1  error; also `kv get` of a key, `obj get` of an object or `bitable get`
+     of a key that is not in the store or table (code NOT_FOUND)
   2  usage error: unknown verb or flag, missing argument, bad --hex key,
      malformed object id
   3  corruption: `check` or `obj validate` found problems, or a command met

@@ -385,7 +385,7 @@ fn ls(ctx: &Ctx, a: LsArgs) -> Result<u8, Failure> {
 }
 
 /// One key/value record of a load, parsed from a line.
-fn parse_line(line: &[u8], jsonl: bool, hex: bool, lineno: u64) -> Result<(Vec<u8>, Vec<u8>), Failure> {
+pub(crate) fn parse_line(line: &[u8], jsonl: bool, hex: bool, lineno: u64) -> Result<(Vec<u8>, Vec<u8>), Failure> {
     let bad = |what: String| Failure::invalid(format!("stdin line {lineno}: {what}"));
     if !jsonl {
         let Some(tab) = line.iter().position(|&b| b == b'\t') else {

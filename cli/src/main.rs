@@ -1,10 +1,12 @@
 //! `bale`: the command line of the bale store. Reads and writes keys,
 //! bulk-loads, inspects, checks and compacts store files, works with object
-//! stores (`bale obj`), and runs a quick benchmark. See `bale --help` for
+//! stores (`bale obj`) and bitables (`bale bitable`), and runs quick
+//! benchmarks. See `bale --help` for
 //! the verbs and the exit codes.
 
 mod admin;
 mod bench;
+mod bitable;
 mod fail;
 mod kv;
 mod obj;
@@ -29,7 +31,8 @@ use fail::{EXIT_CODES_HELP, Failure, exit};
         values (values may be many gigabytes; they are streamed). Every change \
         is one crash-safe transaction. An object store (`bale obj`) holds \
         immutable objects named by the hash of their content, deduplicated \
-        in chunks and compressed.",
+        in chunks and compressed. A bitable (`bale bitable`) is an immutable \
+        sorted table, built once and read without locks.",
     after_help = EXIT_CODES_HELP,
     arg_required_else_help = true
 )]
@@ -57,6 +60,9 @@ enum Command {
     /// Add, get, list, remove, pack and validate objects of an object store.
     #[command(subcommand, after_help = EXIT_CODES_HELP)]
     Obj(obj::ObjCommand),
+    /// Build, read, merge and check bitables (immutable sorted tables).
+    #[command(subcommand, after_help = EXIT_CODES_HELP)]
+    Bitable(bitable::BitableCommand),
     /// Show the size, shape and fill of a store.
     #[command(after_help = EXIT_CODES_HELP)]
     Stat(FileArg),
@@ -152,6 +158,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
     match cli.command {
         Command::Kv(cmd) => kv::run(&ctx, cmd),
         Command::Obj(cmd) => obj::run(&ctx, cmd),
+        Command::Bitable(cmd) => bitable::run(&ctx, cmd),
         Command::Stat(a) => admin::stat(&ctx, &a.file),
         Command::Check(a) => admin::check(&ctx, &a.file),
         Command::Compact(a) => admin::compact(&ctx, &a.file),
