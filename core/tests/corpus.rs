@@ -205,3 +205,74 @@ fn every_object_store_case_reads_as_expected() {
     assert!(valid >= 5 && invalid >= 10, "{valid} valid, {invalid} invalid");
     assert_eq!(hashes.iter().filter(|(_, single)| !single).count(), 3, "a directory store of each hash kind");
 }
+
+/// Opens a bitable case read-only without a map, reads every pair in key
+/// order, then looks every key up again; with the expected document at
+/// hand, also answers its probes (rank, lower bound, presence).
+fn read_bitable_case(path: &Path, expect: Option<&Value>) -> bale::Result<Value> {
+    use bale::bitable::{Bitable, OpenOptions};
+    use std::ops::Bound;
+    let t = Bitable::open(path, OpenOptions { mmap: false })?;
+    let mut pairs = Vec::new();
+    for r in t.range(Bound::Unbounded, Bound::Unbounded)? {
+        let (k, v) = r?;
+        pairs.push((k, v.to_vec(u64::MAX)?));
+    }
+    let mut entries = Vec::new();
+    for (k, v) in &pairs {
+        let again = t.get(k)?.map(|v| v.to_vec(u64::MAX)).transpose()?;
+        assert_eq!(again.as_ref(), Some(v), "{}: get of {} differs from the scan", path.display(), hex(k));
+        entries.push(json!([hex(k), hex(v)]));
+    }
+    let mut probes = Vec::new();
+    for p in expect.and_then(|e| e["probes"].as_array()).into_iter().flatten() {
+        let key = unhex(p["key"].as_str().expect("probe key"));
+        probes.push(json!({
+            "key": hex(&key),
+            "rank": t.rank(&key)?,
+            "lower_bound": t.lower_bound(&key)?.key().map(hex),
+            "found": t.get(&key)?.is_some(),
+        }));
+    }
+    let s = t.stats()?;
+    Ok(json!({
+        "kind": "bitable",
+        "format_version": t.format_version(),
+        "page_size": s.page_size,
+        "align": s.align,
+        "count": t.len(),
+        "entries": entries,
+        "probes": probes,
+    }))
+}
+
+#[test]
+fn every_bitable_case_reads_as_expected() {
+    let dir = corpus_dir();
+    let manifest: Value = serde_json::from_slice(
+        &std::fs::read(dir.join("manifest.json"))
+            .unwrap_or_else(|e| panic!("corpus manifest missing at {}: {e}", dir.display())),
+    )
+    .expect("manifest is JSON");
+    let cases = manifest["bitable_cases"].as_array().expect("bitable_cases");
+    let (mut valid, mut invalid) = (0, 0);
+    for c in cases {
+        let id = c["id"].as_str().expect("id");
+        let file = dir.join(c["file"].as_str().expect("file"));
+        if let Some(expect) = c["expect"].as_str() {
+            let want: Value = serde_json::from_slice(&std::fs::read(dir.join(expect)).expect("expected JSON")).unwrap();
+            let got = read_bitable_case(&file, Some(&want)).unwrap_or_else(|e| panic!("{id}: {e}"));
+            assert!(got == want, "{id}: content differs from {expect}");
+            valid += 1;
+        } else {
+            let code = c["error"].as_str().expect("expect or error");
+            match read_bitable_case(&file, None) {
+                Ok(_) => panic!("{id}: read without error, expected {code}"),
+                Err(e) => assert_eq!(e.code(), code, "{id}: {e}"),
+            }
+            invalid += 1;
+        }
+    }
+    println!("corpus: {valid} valid and {invalid} invalid bitable cases");
+    assert!(valid >= 7 && invalid >= 14, "{valid} valid, {invalid} invalid");
+}

@@ -16,6 +16,8 @@ mod value;
 mod writer;
 
 pub use crate::objects::Compression;
+/// The bitable format version this build writes (and the newest it reads).
+pub const FORMAT_VERSION: u16 = meta::VERSION;
 pub use check::{CheckReport, Problem};
 pub use cursor::{Cursor, Range, prefix_end};
 #[cfg(unix)]

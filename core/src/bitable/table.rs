@@ -98,6 +98,11 @@ impl Bitable {
         })
     }
 
+    /// The format version of the file (FORMAT.md, "Version history").
+    pub fn format_version(&self) -> u16 {
+        super::meta::VERSION
+    }
+
     pub fn meta(&self) -> &TableMeta {
         &self.s.meta
     }

@@ -8,6 +8,7 @@
 //! byte for byte. Directories of older format versions are frozen: `check`
 //! leaves them alone and the runners keep reading them.
 
+mod bitables;
 mod cases;
 mod damage;
 mod objects;
@@ -87,6 +88,8 @@ fn build() -> Vec<Output> {
     }
     let (obj_files, obj_entries) = objects::outputs(PRODUCER);
     files.extend(obj_files);
+    let (bt_files, bt_entries) = bitables::outputs(PRODUCER);
+    files.extend(bt_files);
     let manifest = json!({
         "_comment": concat!(
             "bale golden corpus. Each case names a file. A runner opens it read-only through its public API ",
@@ -99,10 +102,15 @@ fn build() -> Vec<Output> {
             "`cargo run -p bale-corpus -- generate tests/corpus`; `make corpus-check` fails on drift. ",
             "`object_cases` are object stores (a directory, or one file when `single_file`): a runner opens ",
             "each read-only, lists its object ids in order, reads each object whole (verified against its id), ",
-            "and compares with `expect` (canonical JSON: [id, content in hex] pairs) or checks the error code."
+            "and compares with `expect` (canonical JSON: [id, content in hex] pairs) or checks the error code. ",
+            "`bitable_cases` are bitables: a runner opens each read-only (no memory map where that is an option), ",
+            "reads every pair in key order with its value whole, then looks every key up and reads its value ",
+            "again, and compares with `expect` (sorted [key, value] pairs in hex, plus `probes`: for each probe ",
+            "key, its rank, the first key at or above it and whether it is present) or checks the error code."
         ),
         "cases": entries,
         "object_cases": obj_entries,
+        "bitable_cases": bt_entries,
     });
     let mut m = serde_json::to_string_pretty(&manifest).expect("json");
     m.push('\n');
@@ -142,6 +150,8 @@ fn check(dir: &Path) -> std::io::Result<Vec<String>> {
         format!("invalid/tree/{current}"),
         format!("objects/{obj}"),
         format!("invalid/objects/{obj}"),
+        format!("bitable/v{}", bale::bitable::FORMAT_VERSION),
+        format!("invalid/bitable/v{}", bale::bitable::FORMAT_VERSION),
     ];
     for sub in subs {
         let mut stack = vec![PathBuf::from(&sub)];
