@@ -138,14 +138,7 @@ fn heed_build(n: u64, work: &Path) {
     let env = crate::heed_env(&path, map, false);
     let cpu0 = cpu_s();
     let t = Instant::now();
-    let wtxn = env.write_txn().unwrap();
-    let db: Database<Bytes, Bytes> = env
-        .create_databases_and_commit(wtxn, |wdo, wtxn| {
-            let db: Database<Bytes, Bytes> = wdo.create_database(wtxn, None)?;
-            heed::Result::Ok(heed::CommitOrAbort::<_, ()>::Commit(db))
-        })
-        .unwrap()
-        .unwrap_commit();
+    let db: Database<Bytes, Bytes> = crate::heed_create_db(&env);
     let mut wtxn = env.write_txn().unwrap();
     for i in 0..n {
         db.put_with_flags(&mut wtxn, PutFlags::APPEND, &key(i, n), &value(i)).unwrap();

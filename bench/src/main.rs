@@ -409,6 +409,19 @@ fn heed_env(path: &Path, map_size: usize, write_map: bool) -> heed::Env {
 }
 
 /// Map size for an LMDB environment holding `data` bytes: room to spare.
+/// The unnamed database of a fresh environment, created and committed.
+fn heed_create_db(env: &heed::Env) -> heed::Database<'_, heed::types::Bytes, heed::types::Bytes> {
+    use heed::Database;
+    use heed::types::Bytes;
+    let wtxn = env.write_txn().unwrap();
+    env.create_databases_and_commit(wtxn, |wdo, wtxn| {
+        let db: Database<Bytes, Bytes> = wdo.create_database(wtxn, None)?;
+        heed::Result::Ok(heed::CommitOrAbort::<_, ()>::Commit(db))
+    })
+    .unwrap()
+    .unwrap_commit()
+}
+
 fn lmdb_map_size(data: u64) -> usize {
     (data + (1 << 30)).next_multiple_of(1 << 30) as usize
 }
@@ -429,21 +442,12 @@ fn build_bale(d: &Data, path: &Path, large: u64) {
 }
 
 fn build_heed(d: &Data, path: &Path, large: u64) {
-    use heed::Database;
-    use heed::types::Bytes;
     use std::io::Write;
     let _ = fs::remove_dir_all(path);
     // A write map, so the large value goes straight into the file instead
     // of into LMDB's in-memory dirty pages.
     let env = heed_env(path, lmdb_map_size(large + (d.n * RL * 3) as u64), large > 0);
-    let wtxn = env.write_txn().unwrap();
-    let db: Database<Bytes, Bytes> = env
-        .create_databases_and_commit(wtxn, |wdo, wtxn| {
-            let db: Database<Bytes, Bytes> = wdo.create_database(wtxn, None)?;
-            heed::Result::Ok(heed::CommitOrAbort::<_, ()>::Commit(db))
-        })
-        .unwrap()
-        .unwrap_commit();
+    let db = heed_create_db(&env);
     let mut wtxn = env.write_txn().unwrap();
     for i in 0..d.n {
         db.put(&mut wtxn, d.key(i), d.val(i)).unwrap();

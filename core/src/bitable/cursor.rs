@@ -7,6 +7,7 @@ use std::ops::Bound;
 use super::page::{CellValue, Leaf};
 use super::table::Bitable;
 use super::value::Value;
+use crate::btree::prefix_end;
 use crate::error::Result;
 
 /// A position in a table: on a pair, or on none (past either end). It owns
@@ -202,19 +203,6 @@ impl Bitable {
             None => self.range(Bound::Included(prefix), Bound::Unbounded),
         }
     }
-}
-
-/// The smallest key above every key that starts with `prefix`, or `None`
-/// when there is none (the prefix is empty or all 0xFF).
-pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xFF {
-            end.push(last + 1);
-            return Some(end);
-        }
-    }
-    None
 }
 
 impl Range {

@@ -19,7 +19,8 @@ pub use crate::objects::Compression;
 /// The bitable format version this build writes (and the newest it reads).
 pub const FORMAT_VERSION: u16 = meta::VERSION;
 pub use check::{CheckReport, Problem};
-pub use cursor::{Cursor, Range, prefix_end};
+pub use crate::btree::prefix_end;
+pub use cursor::{Cursor, Range};
 #[cfg(unix)]
 pub use export::export_tree;
 pub use export::export_tree_into;
