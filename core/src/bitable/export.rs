@@ -1,8 +1,7 @@
 //! A bitable from a tree store: one snapshot, in key order, large values
 //! streamed.
 
-use super::meta::Completion;
-use super::writer::{BuildOptions, BuildSummary, Writer};
+use super::writer::Writer;
 use crate::btree::{ReadOps, Store};
 use crate::error::Result;
 
@@ -27,9 +26,9 @@ pub fn export_tree_into(store: &Store, out: &mut Writer) -> Result<u64> {
 pub fn export_tree(
     store: &Store,
     path: &std::path::Path,
-    opts: BuildOptions,
-    completion: Completion,
-) -> Result<BuildSummary> {
+    opts: super::writer::BuildOptions,
+    completion: super::meta::Completion,
+) -> Result<super::writer::BuildSummary> {
     let mut w = Writer::create(path, opts)?;
     export_tree_into(store, &mut w)?;
     w.finish(completion)

@@ -10,6 +10,8 @@ mod large;
 mod merge;
 mod meta;
 mod page;
+// Unsorted builds spill runs to files beside the output: native only.
+#[cfg(unix)]
 mod sort;
 mod table;
 mod value;
@@ -18,14 +20,15 @@ mod writer;
 pub use crate::objects::Compression;
 /// The bitable format version this build writes (and the newest it reads).
 pub const FORMAT_VERSION: u16 = meta::VERSION;
-pub use check::{CheckReport, Problem};
 pub use crate::btree::prefix_end;
+pub use check::{CheckReport, Problem};
 pub use cursor::{Cursor, Range};
 #[cfg(unix)]
 pub use export::export_tree;
 pub use export::export_tree_into;
 pub use merge::{OnDuplicate, merge_into};
 pub use meta::{Completion, TableMeta};
+#[cfg(unix)]
 pub use sort::{SortOptions, UnsortedWriter};
 pub use table::{Bitable, OpenOptions, Stats};
 pub use value::{LargeReader, LargeValue, Value};

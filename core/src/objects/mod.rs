@@ -34,6 +34,8 @@ pub use pack::Progress;
 pub use problem::ObjectProblem;
 pub use read::{ObjectMeta, ObjectReader, ObjectsInDiskOrder};
 pub use report::{AddTreeReport, CleanReport, ObjectStats, PackReport, RebuildReport, TransferReport, ValidateReport};
+// Names of temporary files beside a bitable (native only).
+#[cfg(unix)]
 pub(crate) use store::random_u64;
 pub use store::{ObjectOptions, ObjectStore};
 #[cfg(unix)]
