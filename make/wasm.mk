@@ -1,8 +1,8 @@
 # The WebAssembly package (bindings/wasm): tree-store files read lazily from a
-# File/Blob or bytes, writable stores in memory, and object stores read-only
-# from their files, for the browser and Node, as one ES module (wasm-bindgen
-# --target web) with its .d.ts, generated into bindings/wasm/pkg (not
-# committed).
+# File/Blob or bytes, writable stores in memory, and object stores and
+# bitables read-only from their files, for the browser and Node, as one ES
+# module (wasm-bindgen --target web) with its .d.ts, generated into
+# bindings/wasm/pkg (not committed).
 #
 #   make test-wasm       install what is missing, build the module, run the
 #                        Node suite and the headless-Chromium suite

@@ -5,7 +5,9 @@
 // raised by those steps has the expected code; then run each range query
 // of a case and compare its keys (or its error code). Object store cases
 // (`object_cases`) the same way: open read-only, list the ids, read each
-// object whole, verified against its id.
+// object whole, verified against its id. Bitable cases (`bitable_cases`):
+// open read-only, read every pair in key order with its value whole, look
+// every key up again, and answer each probe (rank, lower bound, found).
 
 export function hex(bytes) {
   let s = '';
@@ -37,12 +39,13 @@ export function readStore(store) {
 
 /**
  * Walks `cases`: `openCase(c)` opens case `c` (it may throw: that is the
- * first error of the procedure), `read(store)` reads it into the expected
- * document's shape, `expected(c)` returns the parsed expected document of
- * a valid case. Resolves to one result per case: { id, kind, ok, detail,
- * bytesRead, fileBytes }.
+ * first error of the procedure), `read(store, c)` reads it into the
+ * expected document's shape, `expected(c)` returns the parsed expected
+ * document of a valid case. Resolves to one result per case: { id, kind,
+ * ok, detail, bytesRead, fileBytes, code } (`code`: of the error thrown),
+ * and with `keep` the canonical JSON of what a valid case read (`document`).
  */
-async function walk(cases, openCase, read, expected, counted) {
+async function walk(cases, openCase, read, expected, counted, keep = false) {
   const results = [];
   for (const c of cases) {
     const r = { id: c.id, kind: c.expect ? 'valid' : 'invalid', ok: false, detail: '' };
@@ -51,9 +54,10 @@ async function walk(cases, openCase, read, expected, counted) {
     let err = null;
     try {
       store = await openCase(c);
-      doc = read(store);
+      doc = await read(store, c);
     } catch (e) {
       err = e;
+      r.code = e?.code;
     }
     if (store) {
       r.bytesRead = store.bytesRead;
@@ -66,6 +70,7 @@ async function walk(cases, openCase, read, expected, counted) {
       } else {
         const want = await expected(c);
         r.ok = canonical(doc) === canonical(want);
+        if (keep) r.document = canonical(doc);
         r.detail = r.ok ? counted(doc) : `content differs from ${c.expect}`;
       }
     } else if (!err) {
@@ -114,11 +119,56 @@ export function runObjectCorpus(manifest, openCase, expected) {
   return walk(manifest.object_cases, openCase, readObjects, expected, (d) => `${d.count} ${d.count === 1 ? 'object' : 'objects'}`);
 }
 
+/**
+ * The expected-JSON document of an open bitable: every pair in key order
+ * with its value whole, each key looked up again (a value that differs
+ * from the scan's throws), and the answers to the `probes` of `expect`
+ * (null for a case without one).
+ */
+export function readBitable(table, expect) {
+  const entries = [];
+  for (const [k, v] of table.range()) entries.push([hex(k), hex(v)]);
+  for (const [k, v] of entries) {
+    const again = table.get(unhex(k));
+    if (again === undefined || hex(again) !== v) throw new Error(`get of ${k} differs from the scan`);
+  }
+  const probes = (expect?.probes ?? []).map((p) => {
+    const key = unhex(p.key);
+    const c = table.lowerBound(key);
+    try {
+      const lb = c.key;
+      return { key: p.key, rank: table.rank(key), lower_bound: lb === undefined ? null : hex(lb), found: table.has(key) };
+    } finally {
+      c.free();
+    }
+  });
+  const s = table.stats();
+  return {
+    kind: 'bitable',
+    format_version: table.formatVersion,
+    page_size: s.pageSize,
+    align: s.align,
+    count: table.count,
+    entries,
+    probes,
+  };
+}
+
+/**
+ * Runs every bitable case (`bitable_cases`). `openCase(c)` returns an open
+ * Bitable for case `c`; `expected(c)` and `keep` as for walk().
+ */
+export function runBitableCorpus(manifest, openCase, expected, keep = false) {
+  const read = async (t, c) => readBitable(t, c.expect ? await expected(c) : null);
+  const counted = (d) => `${d.count} ${d.count === 1 ? 'pair' : 'pairs'}, ${d.probes.length} probes`;
+  return walk(manifest.bitable_cases, openCase, read, expected, counted, keep);
+}
+
 // Range queries (tests/corpus/README.md): key options are hex in the file,
 // every other value goes through as it is.
 const KEY_OPTIONS = new Set(['gt', 'gte', 'lt', 'lte', 'prefix']);
 
-function unhex(s) {
+export function unhex(s) {
   const out = new Uint8Array(s.length / 2);
   for (let i = 0; i < out.length; i++) out[i] = parseInt(s.slice(2 * i, 2 * i + 2), 16);
   return out;

@@ -2,9 +2,14 @@
 // installed bale-wasm: the package's types must accept this code and refuse
 // the lines marked @ts-expect-error.
 import init, {
+  Bitable,
+  BitableCursor,
   ObjectStore,
   Store,
+  bitableFormatVersion,
   errorCodes,
+  type BitableCheckReport,
+  type BitableStats,
   type CacheStats,
   type ErrorCode,
   type ObjectMeta,
@@ -95,4 +100,44 @@ export function objects(picked: FileList, files: File[], map: Map<string, Blob>,
   found && code && hash && single.singleFile;
   single.close();
   return dir.meta(ids[0]);
+}
+
+export function bitable(file: File, bytes: Uint8Array, read: (offset: number, length: number) => Uint8Array): BitableCheckReport {
+  const t = Bitable.fromBlob(file, { chunkBytes: 4096, cacheBytes: 1 << 20, maxValueBytes: 1 << 20 });
+  const fromBytes = Bitable.fromBytes(bytes.buffer as ArrayBuffer, { maxValueBytes: 1 << 30 });
+  const lazy = Bitable.fromReader(bytes.length, read);
+  const value: Uint8Array | undefined = t.get('user/42');
+  const part: Uint8Array | undefined = t.getRange(new Uint8Array([1]), 0, 4096);
+  const length: number | undefined = t.valueLength('user/42');
+  const found: boolean = t.has('user/42');
+  const rank: number = t.rank('user/5');
+  const c: BitableCursor = t.lowerBound('user/');
+  const key: Uint8Array | undefined = c.key;
+  const moved: boolean = c.valid && c.next() && c.prev() && c.seek('user/7');
+  const ordinal: number = c.ordinal + t.select(10).ordinal + t.upperBound('a').ordinal;
+  const exact: BitableCursor | undefined = t.find('user/42');
+  for (const [k, v] of t.range({ gte: 'user/', lt: 'user0', reverse: true, offset: 100, limit: 50 })) {
+    k.byteLength + v.byteLength;
+  }
+  const keys: Uint8Array[] = t.keys({ prefix: 'user/' }).toArray();
+  const page: [Uint8Array, Uint8Array][] = fromBytes.prefix('user/', { gt: keys[0], limit: 10 }).toArray();
+  const stats: BitableStats = lazy.stats();
+  const completion: 'durable' | 'fast' | 'unknown' = stats.completion;
+  const counted: number = t.bytesRead + t.readCount + t.fileBytes + t.count + t.pageSize + t.formatVersion + t.maxValueBytes;
+  const cache: CacheStats | undefined = t.cacheStats();
+  // @ts-expect-error keys are bytes or strings
+  t.get(42);
+  // @ts-expect-error no such option
+  Bitable.fromBytes(bytes, { chunkBytes: 4096 });
+  // @ts-expect-error the prefix is the first argument
+  t.prefix('a', { prefix: 'b' });
+  // @ts-expect-error a cursor's key is read-only
+  c.key = new Uint8Array();
+  value && part && length && found && rank && key && moved && ordinal && exact && page && completion && counted && cache;
+  bitableFormatVersion();
+  const report = t.check((done: number, total: number) => done / total);
+  const code: ErrorCode | undefined = report.problems[0]?.code;
+  code;
+  t.close();
+  return report;
 }

@@ -14,9 +14,15 @@
 //! `FileList` of `<input webkitdirectory>`) or from one store file, each
 //! file read like a read-only tree store's.
 //!
+//! A read-only [`Bitable`] opens the core's immutable sorted table from
+//! the same sources as a read-only store, and looks keys up, ranks and
+//! selects them, and walks them with cursors and ranges.
+//!
 //! Errors are thrown as JS `Error` objects named `BaleError` whose `code`
 //! is the core's stable error code.
 
+mod bitable;
+mod bitable_iter;
 mod error;
 mod objects;
 mod options;
@@ -30,6 +36,8 @@ use bale::ErrorKind;
 use js_sys::{Array, Uint8Array};
 use wasm_bindgen::prelude::*;
 
+pub use bitable::Bitable;
+pub use bitable_iter::{BitableCursor, BitableRange, BitableRangeIterator};
 pub use error::BaleError;
 use error::invalid;
 pub use objects::ObjectStore;
@@ -185,6 +193,12 @@ export interface CacheStats {
 #[wasm_bindgen(js_name = formatVersion)]
 pub fn format_version() -> u32 {
     bale::btree::FORMAT_VERSION as u32
+}
+
+/// The bitable format version this build reads.
+#[wasm_bindgen(js_name = bitableFormatVersion)]
+pub fn bitable_format_version() -> u32 {
+    u32::from(bale::bitable::FORMAT_VERSION)
 }
 
 /// The version of this package.

@@ -78,6 +78,12 @@ fn own_properties(v: &JsValue) -> Res<Vec<(String, JsValue)>> {
 /// and value, so a name the core does not know fails instead of being
 /// ignored.
 pub fn range_request(v: &JsValue) -> Res<RangeScan> {
+    range_request_with(v, None)
+}
+
+/// [`range_request`] with the prefix given apart (`Bitable.prefix()`),
+/// which the options may not give again.
+pub fn range_request_with(v: &JsValue, prefix: Option<Vec<u8>>) -> Res<RangeScan> {
     let mut req = RangeRequest::default();
     if let Some(got) = option_value(v) {
         if !v.is_object() || v.is_function() {
@@ -88,6 +94,12 @@ pub fn range_request(v: &JsValue) -> Res<RangeScan> {
                 req.set(&name, value)?;
             }
         }
+    }
+    if let Some(p) = prefix {
+        if req.prefix.is_some() {
+            return Err(invalid("give the prefix once: as the argument of prefix(), not among its options"));
+        }
+        req.prefix = Some(p);
     }
     Ok(req.scan()?)
 }
@@ -118,10 +130,19 @@ pub fn count_option(name: &str, v: &JsValue) -> Res<u64> {
 
 /// The chunk cache of a lazily read store, from `{ chunkBytes, cacheBytes }`.
 pub fn chunk_cache(v: &JsValue) -> Res<ChunkCache> {
+    cache_from(&named(v, "open", &["chunkBytes", "cacheBytes"])?)
+}
+
+/// The chunk cache from the `chunkBytes` and `cacheBytes` among options
+/// already checked by [`named`] (other names are left to the caller).
+pub fn cache_from(props: &[(String, JsValue)]) -> Res<ChunkCache> {
     let (mut chunk, mut cache) = (DEFAULT_CHUNK_BYTES as u64, DEFAULT_CACHE_BYTES as u64);
-    for (name, value) in named(v, "open", &["chunkBytes", "cacheBytes"])? {
-        let n = count_option(&name, &value)?;
-        if name == "chunkBytes" { chunk = n } else { cache = n }
+    for (name, value) in props {
+        match name.as_str() {
+            "chunkBytes" => chunk = count_option(name, value)?,
+            "cacheBytes" => cache = count_option(name, value)?,
+            _ => {}
+        }
     }
     // Larger than memory can hold anyway: clamp instead of wrapping.
     let usize_of = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);

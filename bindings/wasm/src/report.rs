@@ -117,3 +117,49 @@ pub fn object_validate(r: &ValidateReport) -> Object {
     set(&o, "problems", problems);
     o
 }
+
+/// `Bitable.stats()`.
+pub fn bitable_stats(s: &bale::bitable::Stats, format_version: u16) -> Object {
+    let o = Object::new();
+    set(&o, "formatVersion", format_version);
+    set(&o, "entries", num(s.entries));
+    set(&o, "pageSize", s.page_size);
+    set(&o, "align", s.align);
+    set(&o, "depth", s.depth);
+    set(&o, "leafPages", num(s.leaf_pages));
+    set(&o, "branchPages", num(s.branch_pages));
+    set(&o, "levelPages", s.level_pages.iter().map(|&n| num(n)).collect::<Array>());
+    set(&o, "largeValues", num(s.large_values));
+    set(&o, "valueRegionBytes", num(s.value_region_bytes));
+    set(&o, "fileBytes", num(s.file_bytes));
+    set(&o, "keyBytes", num(s.key_bytes));
+    set(&o, "valueBytes", num(s.value_bytes));
+    set(&o, "longestKey", num(s.longest_key));
+    set(&o, "leafFill", s.leaf_fill);
+    set(&o, "branchFill", s.branch_fill);
+    set(&o, "completion", s.completion);
+    o
+}
+
+/// `Bitable.check()`.
+pub fn bitable_check(r: &bale::bitable::CheckReport) -> Object {
+    let o = Object::new();
+    set(&o, "ok", r.is_ok());
+    set(&o, "pagesChecked", num(r.pages_checked));
+    set(&o, "entriesChecked", num(r.entries_checked));
+    set(&o, "largeValuesChecked", num(r.large_values_checked));
+    set(&o, "problemCount", num(r.problem_count));
+    let problems: Array = r
+        .problems
+        .iter()
+        .map(|p| {
+            let po = Object::new();
+            set(&po, "page", p.page.map(num).unwrap_or(JsValue::NULL));
+            set(&po, "code", p.code);
+            set(&po, "message", p.message.as_str());
+            JsValue::from(po)
+        })
+        .collect();
+    set(&o, "problems", problems);
+    o
+}

@@ -88,6 +88,29 @@ impl RangeScan {
         s
     }
 
+    // What the request resolved to, for hosts that run it over a table
+    // other than a tree store (a bitable).
+
+    /// The lower and upper bound.
+    pub fn bounds(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        (as_ref(&self.start), as_ref(&self.end))
+    }
+
+    /// Whether the scan walks from the upper bound down.
+    pub fn is_reverse(&self) -> bool {
+        self.reverse
+    }
+
+    /// Keys still to skip, counted in the direction of travel.
+    pub fn offset(&self) -> u64 {
+        self.skip
+    }
+
+    /// Keys still to yield (`None`: all).
+    pub fn limit(&self) -> Option<u64> {
+        self.remaining
+    }
+
     /// True once the range has nothing more to give (exhausted, limit
     /// reached, or failed).
     pub fn is_done(&self) -> bool {
