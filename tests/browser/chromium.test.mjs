@@ -1,13 +1,14 @@
 // The wasm package in real headless Chromium (Debian's chromium driven by
 // playwright-core): the inspector page opens files chosen with
 // <input type=file>, its worker reading them lazily; the golden corpus
-// (tree stores, range queries, object stores) is walked in a worker
+// (tree stores, range queries, object stores, bitables) is walked in a worker
 // through the Blob backend; an object store directory is chosen with
 // <input webkitdirectory> and read in a worker; screenshots are kept in
 // target/browser-artifacts/.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -15,6 +16,7 @@ import { basename, dirname, extname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { BIG_LEN, SMALL_KEYS, makeBigStore, smallKey, smallValue } from '../wasm/big-store.mjs';
+import { canonical } from '../wasm/corpus.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const REPO = resolve(HERE, '../..');
@@ -160,7 +162,7 @@ test('inspector: a damaged file shows its error code', async () => {
   await page.close();
 });
 
-test('corpus: every case, range query and object store opened from Blobs in a Web Worker', async () => {
+test('corpus: every case, range query, object store and bitable opened from Blobs in a Web Worker', async () => {
   const { page, errors, run } = await runPage('/tests/browser/corpus.html', 'corpusRun', 120000);
   assert.equal(run.error, undefined);
   assert.equal(run.results.length, manifest.cases.length);
@@ -182,6 +184,25 @@ test('corpus: every case, range query and object store opened from Blobs in a We
   assert.deepEqual(run.objects.map((r) => r.id), manifest.object_cases.map((c) => c.id));
   assert.ok(run.objects.some((r) => r.kind === 'valid') && run.objects.some((r) => r.kind === 'invalid'));
   for (const r of run.objects.filter((r) => r.kind === 'valid')) assert.ok(r.bytesRead > 0, `${r.id}: nothing counted`);
+  // Every bitable case, each a Blob read lazily: what the browser read is
+  // the expected document (compared here through its digest), or the
+  // error is the manifest's.
+  assert.deepEqual(run.bitables.map((r) => r.id), manifest.bitable_cases.map((c) => c.id));
+  assert.ok(run.bitables.length >= 21, `only ${run.bitables.length} bitable cases`);
+  assert.deepEqual(run.bitables.filter((r) => !r.ok).map((r) => `${r.id}: ${r.detail}`), []);
+  for (const [i, c] of manifest.bitable_cases.entries()) {
+    const r = run.bitables[i];
+    if (c.expect) {
+      const want = createHash('sha256').update(canonical(JSON.parse(readFileSync(join(CORPUS, c.expect), 'utf8')))).digest('hex');
+      assert.equal(r.digest, want, `${c.id}: what the browser read differs from ${c.expect}`);
+      // The chunk cache holds the whole table: no byte is fetched twice.
+      assert.ok(r.bytesRead > 0 && r.bytesRead <= r.fileBytes, `${c.id}: ${r.bytesRead} of ${r.fileBytes} bytes fetched`);
+    } else {
+      assert.equal(r.code, c.error, c.id);
+    }
+  }
+  assert.ok(manifest.bitable_cases.filter((c) => c.expect).length >= 7);
+  assert.ok(manifest.bitable_cases.filter((c) => c.error).length >= 14);
   // The main thread has no FileReaderSync: a clear INVALID_ARGUMENT error.
   assert.equal(run.main.fromBlob, 'true/BaleError/INVALID_ARGUMENT');
   assert.equal(run.main.fromBytes, 1);

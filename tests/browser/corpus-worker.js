@@ -3,9 +3,17 @@
 // runs the range queries of the cases that have them the same way. Object
 // store cases too: each file the manifest lists for a directory store is
 // fetched as a Blob (a server cannot list a directory) and the store opened
-// from the map of them, lazily; a single-file store from its Blob.
-import init, { ObjectStore, Store } from '/pkg/bale_wasm.js';
-import { runCorpus, runObjectCorpus, runQueries } from '/tests/wasm/corpus.js';
+// from the map of them, lazily; a single-file store from its Blob. And
+// every bitable case, each from its Blob: a valid case's result carries the
+// SHA-256 of the canonical JSON it read, for the test to compare with the
+// expected document itself.
+import init, { Bitable, ObjectStore, Store } from '/pkg/bale_wasm.js';
+import { runBitableCorpus, runCorpus, runObjectCorpus, runQueries } from '/tests/wasm/corpus.js';
+
+async function sha256(text) {
+  const d = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text));
+  return [...new Uint8Array(d)].map((b) => b.toString(16).padStart(2, '0')).join('');
+}
 
 self.onmessage = async (ev) => {
   try {
@@ -31,7 +39,12 @@ self.onmessage = async (ev) => {
       return ObjectStore.fromFiles(files);
     };
     const objects = await runObjectCorpus(manifest, openObjects, expected);
-    self.postMessage({ ok: true, results, queries, objects });
+    const bitables = await runBitableCorpus(manifest, async (c) => Bitable.fromBlob(await blob(c.file)), expected, true);
+    for (const r of bitables) {
+      if (r.document !== undefined) r.digest = await sha256(r.document);
+      delete r.document;
+    }
+    self.postMessage({ ok: true, results, queries, objects, bitables });
   } catch (e) {
     self.postMessage({ ok: false, error: `${e.name}: ${e.message}` });
   }
