@@ -38,6 +38,7 @@ test-rust:
 crash-long:
 	BALE_CRASH_IMAGES=100000 $(CARGO) test --release --locked -p bale --test crash -- --nocapture
 	BALE_OBJ_CRASH_IMAGES=30000 $(CARGO) test --release --locked -p bale --test objects_crash -- --nocapture
+	BALE_BITABLE_CRASH_DRAWS=300 $(CARGO) test --release --locked -p bale --test bitable_crash -- --nocapture
 
 bench:
 	./bench/run.sh
