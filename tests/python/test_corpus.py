@@ -1,7 +1,7 @@
 """The golden corpus through the public Python API (tests/corpus/manifest.json,
-whose `_comment` gives the procedure for tree stores and object stores, and
-the range queries of tests/corpus/README.md). A missing corpus fails, never
-skips."""
+whose `_comment` gives the procedure for tree stores, object stores and
+bitables, and the range queries of tests/corpus/README.md). A missing
+corpus fails, never skips."""
 
 import json
 import os
@@ -25,6 +25,7 @@ def load_cases(key):
 CASES = load_cases("cases")
 # Object stores: a directory (its files listed under `files`) or one file.
 OBJECT_CASES = load_cases("object_cases")
+BITABLE_CASES = load_cases("bitable_cases")
 
 
 def read_case(path):
@@ -55,8 +56,33 @@ def read_objects(path):
         }
 
 
+def read_bitable(path, want=None):
+    """Opens read-only without a memory map, reads every pair in key order,
+    looks every key up again, and answers the probes of `want`."""
+    with bale.Bitable.open(path, mmap=False) as t:
+        pairs = list(t.items())
+        for k, v in pairs:
+            assert t[k] == v
+        probes = []
+        for p in (want or {}).get("probes", []):
+            key = bytes.fromhex(p["key"])
+            lower = t.lower_bound(key).key
+            probes.append({"key": p["key"], "rank": t.rank(key), "lower_bound": None if lower is None else lower.hex(),
+                           "found": key in t})
+        s = t.stats()
+        return {
+            "kind": "bitable",
+            "format_version": t.format_version,
+            "page_size": s.page_size,
+            "align": s.align,
+            "count": len(t),
+            "entries": [[k.hex(), v.hex()] for k, v in pairs],
+            "probes": probes,
+        }
+
+
 def test_corpus_has_valid_and_invalid_cases():
-    for cases, least in ((CASES, 20), (OBJECT_CASES, 10)):
+    for cases, least in ((CASES, 20), (OBJECT_CASES, 10), (BITABLE_CASES, 20)):
         assert "missing" not in cases[0], cases[0].get("missing")
         assert len(cases) >= least
         assert any("expect" in c for c in cases) and any("error" in c for c in cases)
@@ -87,6 +113,13 @@ def test_corpus_object_case(case):
     check_case(case, read_objects)
 
 
+@pytest.mark.parametrize("case", BITABLE_CASES, ids=[c["id"] for c in BITABLE_CASES])
+def test_corpus_bitable_case(case):
+    # The probes come from the expected document; an error case has none.
+    want = json.loads((CORPUS / case["expect"]).read_text()) if "expect" in case else None
+    check_case(case, lambda path: read_bitable(path, want))
+
+
 KEY_OPTIONS = ("gt", "gte", "lt", "lte", "prefix")
 
 
@@ -106,6 +139,24 @@ QUERIES = [] if "missing" in CASES[0] else load_queries()
 
 def test_corpus_has_range_queries():
     assert any(not q.get("error") for _, q in QUERIES) and any(q.get("error") for _, q in QUERIES)
+
+
+@pytest.mark.parametrize("case,query", QUERIES, ids=[f"{c['id']}/{q['id']}" for c, q in QUERIES])
+def test_corpus_query_on_a_bitable(case, query, tmp_path):
+    """The same queries give the same keys on a bitable of the store's pairs."""
+    options = {k: bytes.fromhex(v) if k in KEY_OPTIONS else v for k, v in query["request"].items()}
+    with bale.Tree.open(CORPUS / case["file"], readonly=True, mmap=False) as tree:
+        with bale.BitableWriter(tmp_path / "t.bitable") as w:
+            w.append_tree(tree)
+            w.finish(durable=False)
+    with bale.Bitable.open(tmp_path / "t.bitable") as t:
+        if "error" in query:
+            for call in (t.keys, t.items, t.values):
+                with pytest.raises(bale.BaleError) as info:
+                    call(**options)
+                assert info.value.code == query["error"], str(info.value)
+            return
+        assert [k.hex() for k in t.keys(**options)] == query["keys"]
 
 
 @pytest.mark.parametrize("case,query", QUERIES, ids=[f"{c['id']}/{q['id']}" for c, q in QUERIES])

@@ -125,6 +125,62 @@ def object_store(path: Path) -> None:
         assert_type(s.clean(), bale.CleanReport)
 
 
+def bitables(path: Path) -> None:
+    with bale.BitableWriter(path, page_size=8192, align=8, compression="never") as w:
+        assert_type(w, bale.BitableWriter)
+        w.append(b"a", b"1")
+        w.append(bytearray(b"b"), io.BytesIO(b"2"))
+        w.append(b"c", [b"3", memoryview(b"4")])
+        assert len(w) == 3 and w.max_key_len == 2048
+        summary = w.finish(durable=False)
+        assert_type(summary, bale.BitableSummary)
+        assert_type(summary.entries, int)
+    with bale.Bitable.open(path, mmap=False) as t:
+        assert_type(t, bale.Bitable)
+        assert_type(t[b"a"], bytes)
+        assert_type(t.get(b"a"), bytes | None)
+        assert_type(t.get(b"a", 0), bytes | int)
+        assert_type(t.get(b"a", max_size=None), bytes | None)
+        view = t.get(b"a", buffer=True)
+        assert_type(view, bale.BitableView | None)
+        assert view is not None and bytes(memoryview(view)) == b"1"
+        c = t.lower_bound(b"b")
+        assert_type(c, bale.BitableCursor)
+        assert_type(c.key, bytes | None)
+        assert c.next() and c.value == b"34" and c.ordinal == 2
+        assert_type(t.find(b"z"), bale.BitableCursor | None)
+        assert_type(t.range(b"a", b"c"), bale.BitableIterator[tuple[bytes, bytes]])
+        assert_type(t.prefix(b"a", reverse=True), bale.BitableIterator[tuple[bytes, bytes]])
+        keys: Iterator[bytes] = iter(t)
+        assert list(keys) == [b"a", b"b", b"c"] and t.rank(b"b") == 1
+        with t.open_value(b"c") as f:
+            assert_type(f, bale.BitableFile)
+            assert f.read() == b"34"
+        assert_type(t.stats().level_pages, list[int])
+        report = t.check(progress=lambda done, total: None)
+        assert_type(report.problems, list[bale.BitableProblem])
+        assert report.ok
+    with bale.UnsortedBitableWriter(path.parent / "u", memory_budget=1 << 20, on_duplicate="error") as u:
+        u.add(b"z", b"1")
+        u.add(b"a", io.BytesIO(b"2"))
+        u.finish()
+    with bale.BitableWriter(path.parent / "m") as m:
+        inputs = [bale.Bitable.open(path), bale.Bitable.open(path.parent / "u")]
+        assert_type(m.merge(inputs, on_duplicate="newest"), int)
+        m.finish()
+
+
+def refused_for_bitables(t: bale.Bitable, w: bale.BitableWriter) -> None:
+    """Never called: each line is a type error mypy must find."""
+    w.append("text", b"v")  # type: ignore[arg-type]
+    w.append(b"k", "text")  # type: ignore[arg-type]
+    t.get("k")  # type: ignore[call-overload]
+    t.range("a")  # type: ignore[arg-type]
+    w.merge([w])  # type: ignore[list-item]
+    bale.BitableWriter("p", compression="zstd")  # type: ignore[arg-type]
+    bale.BitableWriter("p", 4096)  # type: ignore[call-arg]
+
+
 def refused_for_codecs(snap: bale.Snapshot[str, str]) -> None:
     """Never called: a buffer of a store whose values are decoded (str)."""
     snap.get("k", buffer=True)  # type: ignore[call-overload]

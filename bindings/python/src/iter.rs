@@ -168,7 +168,7 @@ fn set_option(py: Python<'_>, req: &mut RangeRequest, name: &str, v: OptionValue
 /// `stop` is `lt`, or `lte` with `include_stop=True`; every other keyword
 /// goes to `RangeRequest::set` by its name, so an unknown one is
 /// `INVALID_ARGUMENT` like a bad value.
-fn range_request(
+pub(crate) fn range_request(
     py: Python<'_>,
     codecs: Codecs,
     args: &Bound<'_, PyTuple>,

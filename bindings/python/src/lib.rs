@@ -23,6 +23,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple, PyType};
 
+mod bitable;
 mod buffer;
 mod bytes;
 mod codec;
@@ -310,5 +311,16 @@ fn _bale(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<objects::AddTreeReport>()?;
     m.add_class::<objects::TransferReport>()?;
     m.add_class::<objects::CleanReport>()?;
+    m.add("BITABLE_FORMAT_VERSION", bale::bitable::FORMAT_VERSION)?;
+    m.add_class::<bitable::Bitable>()?;
+    m.add_class::<bitable::BitableWriter>()?;
+    m.add_class::<bitable::UnsortedBitableWriter>()?;
+    m.add_class::<bitable::BitableCursor>()?;
+    m.add_class::<bitable::BitableIterator>()?;
+    m.add_class::<bitable::BitableReader>()?;
+    m.add_class::<bitable::BitableView>()?;
+    m.add_class::<bitable::BitableStats>()?;
+    m.add_class::<bitable::BitableCheckReport>()?;
+    m.add_class::<bitable::BitableSummary>()?;
     Ok(())
 }

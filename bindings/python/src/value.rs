@@ -11,7 +11,7 @@ use bale::btree::OwnedValue;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyType};
+use pyo3::types::{PyBytes, PyIterator, PyType};
 use pyo3::{ffi, intern};
 
 use crate::codec::Codecs;
@@ -241,11 +241,13 @@ impl ValueReader {
     }
 }
 
-/// Feeds `fileobj.read()` to the core in chunks; the GIL is taken only for
-/// each `read` call. A Python exception raised by `read` is kept and
-/// re-raised as it was.
+/// Feeds `fileobj.read()` (or the chunks of an iterator) to the core; the
+/// GIL is taken only for each `read` or `next` call. A Python exception
+/// raised there is kept and re-raised as it was.
 pub(crate) struct PyReader {
     obj: Py<PyAny>,
+    /// `obj` is an iterator of bytes-like chunks, not a file object.
+    chunks: bool,
     /// The call named in messages (`put_stream`, `add_file`).
     what: &'static str,
     err: Option<PyErr>,
@@ -256,19 +258,52 @@ pub(crate) struct PyReader {
 
 impl PyReader {
     pub fn new(obj: Py<PyAny>, what: &'static str) -> PyReader {
-        PyReader { obj, what, err: None, buf: Vec::new(), at: 0, eof: false }
+        PyReader { obj, chunks: false, what, err: None, buf: Vec::new(), at: 0, eof: false }
+    }
+
+    /// Over the chunks `iter` (an iterator) yields; empty ones are skipped.
+    pub fn chunks(iter: Py<PyAny>, what: &'static str) -> PyReader {
+        PyReader { chunks: true, ..PyReader::new(iter, what) }
+    }
+
+    /// The next piece: `read(READ_CHUNK)` of a file, or the next non-empty
+    /// chunk of an iterator (`None` at its end).
+    fn next_piece<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let (obj, what) = (self.obj.bind(py), self.what);
+        if !self.chunks {
+            let chunk = obj.call_method1(intern!(py, "read"), (READ_CHUNK,))?;
+            if chunk.is_none() {
+                let msg = format!("{what} needs a blocking binary file: read() returned None (no data available)");
+                return Err(type_error(py, &msg));
+            }
+            return Ok(Some(chunk));
+        }
+        let mut it = obj.cast::<PyIterator>()?.clone();
+        for chunk in &mut it {
+            let chunk = chunk?;
+            let empty = chunk.extract::<Data<'_>>().is_ok_and(|d| d.is_empty());
+            if !empty {
+                return Ok(Some(chunk));
+            }
+        }
+        Ok(None)
     }
 
     fn fill(&mut self) -> std::io::Result<()> {
         let what = self.what;
         let r = Python::attach(|py| -> PyResult<()> {
-            let chunk = self.obj.bind(py).call_method1(intern!(py, "read"), (READ_CHUNK,))?;
-            if chunk.is_none() {
-                let msg = format!("{what} needs a blocking binary file: read() returned None (no data available)");
-                return Err(type_error(py, &msg));
-            }
+            let Some(chunk) = self.next_piece(py)? else {
+                self.buf.clear();
+                self.at = 0;
+                self.eof = true;
+                return Ok(());
+            };
             let d: Data<'_> = chunk.extract().map_err(|_| {
-                let msg = format!("{what} needs a binary file: read() returned {}, not bytes", type_name(&chunk));
+                let msg = if self.chunks {
+                    format!("{what} takes chunks of bytes, not {}", type_name(&chunk))
+                } else {
+                    format!("{what} needs a binary file: read() returned {}, not bytes", type_name(&chunk))
+                };
                 type_error(py, &msg)
             })?;
             self.buf.clear();

@@ -1,5 +1,5 @@
-"""bale: a crash-safe single-file B+-tree store (bytes keys, bytes values)
-and a content-addressed object store.
+"""bale: a crash-safe single-file B+-tree store (bytes keys, bytes values),
+a content-addressed object store, and immutable sorted tables (bitables).
 
     import bale
     with bale.Tree.open("assets.bale", create=True) as t:
@@ -17,15 +17,31 @@ and a content-addressed object store.
         store.get(oid)
         with store.batch() as b:          # durable together, or not at all
             b.add_file("big.bin")
+
+    with bale.BitableWriter("names.bitable") as w:  # keys in ascending order
+        w.append(b"a", b"1")
+        w.append(b"b", open("big.bin", "rb"))       # streamed
+        w.finish()
+    with bale.Bitable.open("names.bitable") as t:  # read by any number of threads
+        t[b"a"], t.rank(b"b"), list(t.prefix(b"a"))
 """
 
 from collections.abc import Mapping as _Mapping
 from collections.abc import MutableMapping as _MutableMapping
 
 from ._bale import (
+    BITABLE_FORMAT_VERSION,
     ERROR_CODES,
     FORMAT_VERSION,
     AddTreeReport,
+    Bitable,
+    BitableCheckReport,
+    BitableCursor,
+    BitableIterator,
+    BitableStats,
+    BitableSummary,
+    BitableView,
+    BitableWriter,
     CheckReport,
     CleanReport,
     CompactReport,
@@ -44,12 +60,15 @@ from ._bale import (
     Transaction,
     TransferReport,
     Tree,
+    UnsortedBitableWriter,
     ValidateReport,
     ValueView,
     __version__,
 )
 from ._support import (
     BaleError,
+    BitableFile,
+    BitableProblem,
     ChecksumMismatchError,
     ClosedError,
     ConflictError,
@@ -100,7 +119,19 @@ __all__ = [
     "AddTreeReport",
     "TransferReport",
     "CleanReport",
+    "Bitable",
+    "BitableWriter",
+    "UnsortedBitableWriter",
+    "BitableCursor",
+    "BitableIterator",
+    "BitableFile",
+    "BitableView",
+    "BitableStats",
+    "BitableCheckReport",
+    "BitableProblem",
+    "BitableSummary",
     "FORMAT_VERSION",
+    "BITABLE_FORMAT_VERSION",
     "ERROR_CODES",
     "__version__",
     "BaleError",

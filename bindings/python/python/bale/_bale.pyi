@@ -9,10 +9,14 @@ the value type `V` they take and give: `Tree.open` returns a
 `_WriteMapping` exist only here, to write the shared methods once.
 
 `ObjectStore` takes ids as `str` (hex, any case) or the raw id bytes
-(`_Id`) and returns them as lower-case hex `str`."""
+(`_Id`) and returns them as lower-case hex `str`.
+
+`Bitable` and its writers take keys as any bytes-like object and return
+`bytes`; a value to write may also be a binary file object or an iterable
+of bytes chunks (`_ValueSource`)."""
 
 import os
-from collections.abc import Iterable, Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from pathlib import Path
 from types import GenericAlias, TracebackType
 from typing import Any, Generic, Literal, SupportsIndex, TypedDict, TypeVar, final, overload
@@ -20,7 +24,7 @@ from typing import Any, Generic, Literal, SupportsIndex, TypedDict, TypeVar, fin
 from _typeshed import SupportsKeysAndGetItem, SupportsRead
 from typing_extensions import Buffer, Self, Unpack
 
-from ._support import BaleError, ObjectFile, ObjectProblem, ValueFile
+from ._support import BaleError, BitableFile, BitableProblem, ObjectFile, ObjectProblem, ValueFile
 from ._views import ItemsView, KeysView, ValuesView
 
 _T = TypeVar("_T")
@@ -46,6 +50,17 @@ class _RangeOptions(TypedDict, Generic[_K], total=False):
     limit: int | None
     include_stop: bool | None
 
+class _PrefixOptions(TypedDict, total=False):
+    """The range options `Bitable.prefix` takes besides the prefix."""
+
+    gt: Buffer | None
+    gte: Buffer | None
+    lt: Buffer | None
+    lte: Buffer | None
+    reverse: bool | None
+    offset: int | None
+    limit: int | None
+
 class _OpenOptions(TypedDict, total=False):
     """The options of `Tree.open` besides the codecs. Defaults (also for
     `None`): create=False, readonly=False, page_size=4096, durable=True,
@@ -64,6 +79,10 @@ _Id = str | Buffer
 #: The codec names that keep bytes, and those that hold any object.
 _Bytes = Literal["bytes"] | None
 _Objects = Literal["json", "pickle"]
+#: What a bitable writer takes as a value: bytes, a binary file object read
+#: to its end, or an iterable of bytes chunks (never a `str`).
+_ValueSource = Buffer | SupportsRead[Buffer | None] | Iterable[Buffer]
+_Compression = Literal["never", "auto", "always"]
 
 __all__ = [
     "FORMAT_VERSION",
@@ -93,9 +112,21 @@ __all__ = [
     "AddTreeReport",
     "TransferReport",
     "CleanReport",
+    "BITABLE_FORMAT_VERSION",
+    "Bitable",
+    "BitableWriter",
+    "UnsortedBitableWriter",
+    "BitableCursor",
+    "BitableIterator",
+    "BitableReader",
+    "BitableView",
+    "BitableStats",
+    "BitableCheckReport",
+    "BitableSummary",
 ]
 
 FORMAT_VERSION: int
+BITABLE_FORMAT_VERSION: int
 ERROR_CODES: tuple[str, ...]
 __version__: str
 
@@ -697,4 +728,279 @@ class CleanReport:
     def index_bytes_before(self) -> int: ...
     @property
     def index_bytes_after(self) -> int: ...
+    def to_dict(self) -> dict[str, int]: ...
+
+@final
+class Bitable:
+    """An immutable sorted table, opened read-only with `Bitable.open`;
+    shared freely among threads (and usable in a child made by `fork`: it
+    holds no lock). Build one with `BitableWriter`."""
+
+    @staticmethod
+    def open(path: _Path, *, mmap: bool | None = True) -> Bitable:
+        """With `mmap=False` pages are read with system calls instead of
+        through a memory map (for files another program may truncate)."""
+    def close(self) -> None:
+        """Drops this handle's reference: later calls raise `ClosedError`;
+        cursors, iterators, files and views taken from it keep working."""
+    @property
+    def closed(self) -> bool: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *_args: object) -> bool: ...
+    @property
+    def path(self) -> Path: ...
+    @property
+    def mapped(self) -> bool: ...
+    @property
+    def format_version(self) -> int: ...
+    @overload
+    def get(
+        self, key: Buffer, default: None = None, *, max_size: int | None = 1073741824, buffer: Literal[False] = False
+    ) -> bytes | None: ...
+    @overload
+    def get(
+        self, key: Buffer, default: _T, *, max_size: int | None = 1073741824, buffer: Literal[False] = False
+    ) -> bytes | _T: ...
+    @overload
+    def get(
+        self, key: Buffer, default: _T | None = None, *, max_size: int | None = 1073741824, buffer: Literal[True]
+    ) -> BitableView | _T | None:
+        """A value longer than `max_size` (`None`: no limit) raises
+        `TooLargeError`: stream it with `open_value`. `buffer=True` gives a
+        `BitableView`, zero-copy for an inline value of a mapped table."""
+    def __getitem__(self, key: Buffer, /) -> bytes: ...
+    def __contains__(self, key: Buffer, /) -> bool: ...
+    def __len__(self) -> int: ...
+    def lower_bound(self, key: Buffer) -> BitableCursor: ...
+    def upper_bound(self, key: Buffer) -> BitableCursor: ...
+    def find(self, key: Buffer) -> BitableCursor | None: ...
+    def rank(self, key: Buffer) -> int: ...
+    def select(self, n: int) -> BitableCursor: ...
+    def first(self) -> BitableCursor: ...
+    def last(self) -> BitableCursor: ...
+    def range(
+        self, start: Buffer | None = None, stop: Buffer | None = None, **options: Unpack[_RangeOptions[Buffer]]
+    ) -> BitableIterator[tuple[bytes, bytes]]:
+        """Pairs from `start` (inclusive) to `stop` (exclusive; inclusive
+        with `include_stop=True`), with the options of the tree store's
+        ranges (`gt`, `gte`, `lt`, `lte`, `prefix`, `reverse`, `offset`,
+        `limit`)."""
+    def prefix(self, prefix: Buffer, **options: Unpack[_PrefixOptions]) -> BitableIterator[tuple[bytes, bytes]]: ...
+    def keys(
+        self, start: Buffer | None = None, stop: Buffer | None = None, **options: Unpack[_RangeOptions[Buffer]]
+    ) -> BitableIterator[bytes]: ...
+    def values(
+        self, start: Buffer | None = None, stop: Buffer | None = None, **options: Unpack[_RangeOptions[Buffer]]
+    ) -> BitableIterator[bytes]: ...
+    def items(
+        self, start: Buffer | None = None, stop: Buffer | None = None, **options: Unpack[_RangeOptions[Buffer]]
+    ) -> BitableIterator[tuple[bytes, bytes]]: ...
+    def __iter__(self) -> BitableIterator[bytes]: ...
+    def __reversed__(self) -> BitableIterator[bytes]: ...
+    def open_value(self, key: Buffer) -> BitableFile: ...
+    def stats(self) -> BitableStats: ...
+    def check(self, progress: Callable[[int, int], object] | None = None) -> BitableCheckReport:
+        """Problems are reported, not raised; `progress(pages_checked,
+        pages)` is called now and then."""
+
+@final
+class BitableWriter:
+    """Builds a table from pairs appended in strictly ascending key order;
+    `finish()` gives it its name, and a build that ends otherwise (also a
+    `with` block left without `finish()`) leaves nothing behind."""
+
+    def __new__(
+        cls,
+        path: _Path,
+        *,
+        page_size: int | None = 4096,
+        align: int | None = 1,
+        compression: _Compression | None = "auto",
+    ) -> Self: ...
+    def append(self, key: Buffer, value: _ValueSource) -> None: ...
+    def merge(self, inputs: Iterable[Bitable], *, on_duplicate: Literal["newest", "error"] | None = "newest") -> int:
+        """Appends every pair of `inputs` (oldest first); returns how many."""
+    def append_tree(self, tree: Tree[Any, Any]) -> int:
+        """Appends every pair of the tree's latest commit; returns how many."""
+    def finish(self, durable: bool | None = True) -> BitableSummary: ...
+    def discard(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def path(self) -> Path: ...
+    @property
+    def max_key_len(self) -> int: ...
+    def __len__(self) -> int: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(
+        self,
+        _exc_type: type[BaseException] | None,
+        _exc: BaseException | None,
+        _tb: TracebackType | None,
+    ) -> bool: ...
+
+@final
+class UnsortedBitableWriter:
+    """Builds a table from pairs added in any order, sorted in a memory
+    budget; of a key added twice the last one is kept, or with
+    `on_duplicate="error"` `finish()` raises."""
+
+    def __new__(
+        cls,
+        path: _Path,
+        *,
+        page_size: int | None = 4096,
+        align: int | None = 1,
+        compression: _Compression | None = "auto",
+        memory_budget: int | None = 67108864,
+        on_duplicate: Literal["newest", "error"] | None = "newest",
+    ) -> Self: ...
+    def add(self, key: Buffer, value: _ValueSource) -> None: ...
+    def finish(self, durable: bool | None = True) -> BitableSummary: ...
+    def discard(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def path(self) -> Path: ...
+    @property
+    def runs(self) -> int: ...
+    def __len__(self) -> int: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(
+        self,
+        _exc_type: type[BaseException] | None,
+        _exc: BaseException | None,
+        _tb: TracebackType | None,
+    ) -> bool: ...
+
+@final
+class BitableCursor:
+    """A position in a table: on a pair (`valid`) or past either end. Moves
+    return whether they land on a pair."""
+
+    @property
+    def valid(self) -> bool: ...
+    @property
+    def key(self) -> bytes | None: ...
+    @property
+    def value(self) -> bytes | None: ...
+    @property
+    def ordinal(self) -> int:
+        """The current pair's ordinal; the table's length past either end."""
+    def next(self) -> bool: ...
+    def prev(self) -> bool: ...
+    def seek(self, key: Buffer) -> bool: ...
+    def first(self) -> bool: ...
+    def last(self) -> bool: ...
+
+@final
+class BitableIterator(Generic[_T]):
+    """Keys, values or (key, value) tuples of a range of a table."""
+
+    def __iter__(self) -> Self: ...
+    def __next__(self) -> _T: ...
+    def close(self) -> None: ...
+    @classmethod
+    def __class_getitem__(cls, item: Any) -> GenericAlias: ...
+
+@final
+class BitableReader:
+    """The engine of `bale.BitableFile`."""
+
+    @property
+    def size(self) -> int: ...
+    @property
+    def closed(self) -> bool: ...
+    def tell(self) -> int: ...
+    def seek(self, offset: int, whence: int = 0) -> int: ...
+    def read(self, size: int = ...) -> bytes: ...
+    def readinto(self, buffer: Buffer) -> int: ...
+    def close(self) -> None: ...
+
+@final
+class BitableView:
+    """A read-only buffer over one value of a table; it keeps the table's
+    map open while it (or a buffer exported from it) lives."""
+
+    @property
+    def zero_copy(self) -> bool: ...
+    def __len__(self) -> int: ...
+    def tobytes(self) -> bytes: ...
+    def __bytes__(self) -> bytes: ...
+    @overload
+    def __getitem__(self, index: SupportsIndex, /) -> int: ...
+    @overload
+    def __getitem__(self, index: slice, /) -> bytes: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    # The buffer protocol (see ValueView).
+    def __buffer__(self, flags: int, /) -> memoryview: ...
+
+@final
+class BitableStats:
+    """The size, shape and fill of a table."""
+
+    @property
+    def entries(self) -> int: ...
+    @property
+    def page_size(self) -> int: ...
+    @property
+    def align(self) -> int: ...
+    @property
+    def depth(self) -> int: ...
+    @property
+    def leaf_pages(self) -> int: ...
+    @property
+    def branch_pages(self) -> int: ...
+    @property
+    def large_values(self) -> int: ...
+    @property
+    def value_region_bytes(self) -> int: ...
+    @property
+    def file_bytes(self) -> int: ...
+    @property
+    def key_bytes(self) -> int: ...
+    @property
+    def value_bytes(self) -> int: ...
+    @property
+    def longest_key(self) -> int: ...
+    @property
+    def leaf_fill(self) -> float: ...
+    @property
+    def branch_fill(self) -> float: ...
+    @property
+    def level_pages(self) -> list[int]:
+        """Pages per level, leaves first."""
+    @property
+    def completion(self) -> Literal["durable", "fast", "unknown"]: ...
+    def to_dict(self) -> dict[str, int | float | str | list[int]]: ...
+
+@final
+class BitableCheckReport:
+    """What `check()` verified, and the problems found (none when `ok`)."""
+
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def pages_checked(self) -> int: ...
+    @property
+    def entries_checked(self) -> int: ...
+    @property
+    def large_values_checked(self) -> int: ...
+    @property
+    def problem_count(self) -> int:
+        """Problems found in all; `problems` lists the first 1000."""
+    @property
+    def problems(self) -> list[BitableProblem]: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+@final
+class BitableSummary:
+    """What a writer's `finish()` reports."""
+
+    @property
+    def entries(self) -> int: ...
+    @property
+    def file_bytes(self) -> int: ...
+    @property
+    def depth(self) -> int: ...
     def to_dict(self) -> dict[str, int]: ...

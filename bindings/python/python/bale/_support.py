@@ -1,5 +1,6 @@
-"""The Python half of bale: the exception classes, ValueFile, ObjectFile and
-ObjectProblem (exported by the package, whose ``__all__`` lists them)."""
+"""The Python half of bale: the exception classes, ValueFile, ObjectFile,
+BitableFile, ObjectProblem and BitableProblem (exported by the package, whose
+``__all__`` lists them)."""
 
 from __future__ import annotations
 
@@ -201,6 +202,31 @@ class ObjectFile(_ReaderFile):
         return f"<bale.ObjectFile {self._reader.id} size={self._reader.size}{state}>"
 
 
+class BitableFile(_ReaderFile):
+    """A seekable, read-only binary file over one value of a bitable, read
+    block by block in bounded memory. Returned by ``Bitable.open_value``;
+    it keeps its own handle on the table, so it works after the table is
+    closed; wrap it in ``io.BufferedReader`` for many small reads."""
+
+    def __init__(self, reader: _bale.BitableReader) -> None:
+        super().__init__(reader)
+
+    def __repr__(self) -> str:
+        state = " closed" if self.closed else ""
+        return f"<bale.BitableFile size={self._reader.size}{state}>"
+
+
+class BitableProblem(NamedTuple):
+    """One problem ``Bitable.check()`` found: ``page`` is the page it
+    concerns or None (a total of the header), ``code`` the error code a read
+    of it gives (``"CORRUPT"``, ``"CHECKSUM_MISMATCH"``, ...) and ``message``
+    what was found."""
+
+    page: int | None
+    code: str
+    message: str
+
+
 class ObjectProblem(NamedTuple):
     """One problem an object store report lists (``validate()``, ``pack()``,
     ``repack()``, ``rebuild_index()``): ``id`` is the record or object it
@@ -215,5 +241,6 @@ class ObjectProblem(NamedTuple):
     file: str | None
 
 
-for _cls in (*ERROR_CLASSES.values(), InvalidTypeError, ValueFile, ObjectFile, ObjectProblem):
+for _cls in (*ERROR_CLASSES.values(), InvalidTypeError, ValueFile, ObjectFile, ObjectProblem, BitableFile,
+             BitableProblem):
     _cls.__module__ = "bale"
