@@ -47,7 +47,8 @@ bench:
 
 # Bitables against LMDB (heed): build, lookups, scan, merge, unsorted build
 # (bench/bitable.sh; settings there).
-bench-bitable:
+bench-bitable: python-install
+	@$(PY) -c 'import lmdb' 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check lmdb
 	./bench/bitable.sh
 
 # Per-call reads (a snapshot per get) from Rust, Python and Node, small and

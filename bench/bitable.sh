@@ -7,9 +7,13 @@
 #            bale durable, LMDB; then 2,000,000 random lookups and a scan
 #   merge    8 tables of 1,000,000 pairs merged into one
 #   unsorted N pairs in a scrambled order, 64 MiB memory budget
+#   python   PY_N pairs built and PY_N random lookups from Python: bale
+#            (BitableWriter, Bitable.get) against py-lmdb (append puts, get)
 #
 # Settings: RUNS=3, N=10000000, MERGE_K=8, MERGE_N=1000000, BUDGET_MIB=64,
-#   WORK=bench/work/bitable, OUT=bench/results/bitable-<date>.jsonl
+#   PY_N=2000000, PYTHON=.venv/bin/python (bale and lmdb installed: `make
+#   bench-bitable` does that), WORK=bench/work/bitable,
+#   OUT=bench/results/bitable-<date>.jsonl
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,10 +22,13 @@ N=${N:-10000000}
 MERGE_K=${MERGE_K:-8}
 MERGE_N=${MERGE_N:-1000000}
 BUDGET_MIB=${BUDGET_MIB:-64}
+PY_N=${PY_N:-2000000}
+PYTHON=${PYTHON:-.venv/bin/python}
 WORK=${WORK:-bench/work/bitable}
 mkdir -p bench/results "$WORK"
 OUT=${OUT:-bench/results/bitable-$(date +%Y-%m-%d-%H%M%S)-$(git rev-parse --short HEAD 2>/dev/null || echo nogit).jsonl}
 
+"$PYTHON" -c 'import bale, lmdb' || { echo "$PYTHON needs bale and lmdb (make bench-bitable)" >&2; exit 1; }
 echo "== building bale-bench (release)" >&2
 cargo build --release --locked --manifest-path bench/Cargo.toml >&2
 BIN=${CARGO_TARGET_DIR:-bench/target}/release/bale-bench
@@ -34,6 +41,9 @@ for ((r = 0; r < RUNS; r++)); do
     done
     run "$BIN" bt-merge "$MERGE_K" "$MERGE_N" "$WORK/merge"
     run "$BIN" bt-unsorted "$N" "$BUDGET_MIB" "$WORK/unsorted"
+    for e in bale lmdb; do
+        run "$PYTHON" bench/python/bitable_bench.py "$e" "$WORK/python" --pairs "$PY_N" --lookups "$PY_N"
+    done
 done
 rm -rf "$WORK"
 echo "== raw results: $OUT" >&2

@@ -80,3 +80,16 @@ if k in by:
         f"{pair(lo(k, 'build_s'), 1, 3)} s, {pair(hi(k, 'pairs_per_s'))} M pairs/s, "
         f"{r0['runs']} sorted runs, peak RSS {pair(lo(k, 'peak_rss_kb'), 1024, 1)} MiB (best / median)"
     )
+
+hosts = [("python-bale", "bale (Python)"), ("python-lmdb", "py-lmdb")]
+if any((e, "bt-python") in by for e, _ in hosts):
+    r0 = next(r for r in rows if r["workload"] == "bt-python")
+    print(f"\n## From Python: {r0['pairs']:,} pairs built, {r0['lookups']:,} random lookups (best / median)\n")
+    print("| engine | build M pairs/s | lookups M/s |")
+    print("| --- | --- | --- |")
+    for e, name in hosts:
+        k = (e, "bt-python")
+        if k in by:
+            print(f"| {name} | {pair(hi(k, 'pairs_per_s'))} | {pair(hi(k, 'lookups_per_s'))} |")
+    ours, peer = (hi((e, "bt-python"), "lookups_per_s")[1] for e, _ in hosts)
+    print(f"\nLookups from Python, bale vs py-lmdb (medians): {ratio(ours, peer)} (target ≥ 1.0×).")
