@@ -151,7 +151,7 @@ impl Bitable {
                 let word = s.verified.get(w).ok_or_else(|| Error::corrupt(format!("page {no} is out of range")))?;
                 if word.load(Ordering::Relaxed) & bit == 0 {
                     verify(page, no)?;
-                    structure(page, no, s.align)?;
+                    structure(page, no, &s.meta, s.align)?;
                     word.fetch_or(bit, Ordering::Relaxed);
                 }
                 Ok(Cow::Borrowed(page))
@@ -160,7 +160,7 @@ impl Bitable {
                 let mut page = vec![0u8; s.ps];
                 s.storage.read_exact_at(&mut page, off)?;
                 verify(&page, no)?;
-                structure(&page, no, s.align)?;
+                structure(&page, no, &s.meta, s.align)?;
                 Ok(Cow::Owned(page))
             }
         }
@@ -314,9 +314,15 @@ impl Bitable {
             let right = {
                 let p = self.page(hi)?;
                 let b = Branch::trusted(&p);
-                b.first_child() + b.count() as u64 - 1
+                b.first_child().saturating_add(b.count() as u64 - 1)
             };
             (lo, hi) = (self.check_child(left, level - 1)?, self.check_child(right, level - 1)?);
+            if hi < lo {
+                return Err(Error::corrupt(format!(
+                    "the pages of level {} end before they start; the file is damaged",
+                    level - 1
+                )));
+            }
         }
         out[0] = hi - lo + 1;
         Ok(out)
@@ -352,9 +358,21 @@ impl Bitable {
 }
 
 /// The structural checks a page passes before any search uses it.
-fn structure(page: &[u8], no: u64, align: usize) -> Result<()> {
+fn structure(page: &[u8], no: u64, meta: &TableMeta, align: usize) -> Result<()> {
     match page.first() {
-        Some(&super::page::KIND_LEAF) => Leaf::parse(page, no, align).map(|_| ()),
+        Some(&super::page::KIND_LEAF) => {
+            let leaf = Leaf::parse(page, no, align)?;
+            // Cursors count ordinals from the leaf's first one.
+            if leaf.first_ordinal().checked_add(leaf.count() as u64).is_none_or(|end| end > meta.entries) {
+                return Err(Error::corrupt(format!(
+                    "page {no}: its pairs' ordinals from {} lie past the table's {} pairs; the file is damaged",
+                    leaf.first_ordinal(),
+                    meta.entries
+                ))
+                .at_page(no));
+            }
+            Ok(())
+        }
         Some(&super::page::KIND_BRANCH) => {
             let level = page.get(1).copied().unwrap_or(0);
             if level == 0 {
