@@ -1,10 +1,13 @@
 //! A global allocator that records the largest single allocation, so that
-//! bad-input tests can assert that no hostile length drove a huge one, and
-//! the bytes allocated at once, so that streaming tests can assert a bound.
-//! A test crate installs it with `#[global_allocator]` and reads `LARGEST`,
-//! or `LIVE` and `PEAK`.
+//! bad-input tests can assert that no hostile length drove a huge one, the
+//! bytes allocated at once, so that streaming tests can assert a bound, and
+//! the allocations each thread made, so that a test can assert that a call
+//! makes none. A test crate installs it with `#[global_allocator]` and
+//! reads `LARGEST`, or `LIVE` and `PEAK`, or `thread_allocations()`.
+#![allow(dead_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub struct Counting;
@@ -16,6 +19,21 @@ pub static LIVE: AtomicUsize = AtomicUsize::new(0);
 /// The most `LIVE` has been since it was last reset (to `LIVE`).
 pub static PEAK: AtomicUsize = AtomicUsize::new(0);
 
+thread_local! {
+    // Const-initialised and without a destructor: safe to touch from the
+    // allocator at any point of a thread's life.
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Allocations (and reallocations) this thread has made so far.
+pub fn thread_allocations() -> u64 {
+    ALLOCATIONS.try_with(|c| c.get()).unwrap_or(0)
+}
+
+fn counted() {
+    let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+}
+
 fn grew(n: usize) {
     let now = LIVE.fetch_add(n, Ordering::Relaxed) + n;
     PEAK.fetch_max(now, Ordering::Relaxed);
@@ -24,6 +42,7 @@ fn grew(n: usize) {
 // SAFETY: forwards to the system allocator, only recording sizes.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        counted();
         LARGEST.fetch_max(l.size(), Ordering::Relaxed);
         // SAFETY: same contract as the caller's.
         let p = unsafe { System.alloc(l) };
@@ -38,6 +57,7 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.dealloc(p, l) }
     }
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        counted();
         LARGEST.fetch_max(l.size(), Ordering::Relaxed);
         // SAFETY: same contract as the caller's.
         let p = unsafe { System.alloc_zeroed(l) };
@@ -47,6 +67,7 @@ unsafe impl GlobalAlloc for Counting {
         p
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        counted();
         LARGEST.fetch_max(new, Ordering::Relaxed);
         // SAFETY: same contract as the caller's.
         let q = unsafe { System.realloc(p, l, new) };
