@@ -299,3 +299,40 @@ impl BeBytes for u32 {
         b
     }
 }
+
+/// Reads `ok` bytes, then fails.
+struct FailingSource {
+    ok: usize,
+}
+
+impl std::io::Read for FailingSource {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.ok == 0 {
+            return Err(std::io::Error::other("the source broke"));
+        }
+        let n = buf.len().min(self.ok);
+        buf[..n].fill(7);
+        self.ok -= n;
+        Ok(n)
+    }
+}
+
+#[test]
+fn a_failing_value_source_leaves_the_pair_out_and_the_build_going() {
+    let out = MemStorage::new();
+    let mut w = Writer::new(Arc::new(out.clone()), BuildOptions::default()).unwrap();
+    w.append(b"a", b"1").unwrap();
+    // Fails in the head (inline-sized) and in the middle of a large value.
+    for (key, ok) in [(&b"b"[..], 10usize), (b"c", 300_000)] {
+        let e = w.append_reader(key, &mut FailingSource { ok }).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+    }
+    w.append_reader(b"d", &mut &vec![9u8; 200_000][..]).unwrap();
+    w.append(b"e", b"5").unwrap();
+    w.finish(Completion::Fast).unwrap();
+    let t = Bitable::from_storage(Arc::new(out), OpenOptions { mmap: false }).unwrap();
+    let keys: Vec<Vec<u8>> = t.range(Bound::Unbounded, Bound::Unbounded).unwrap().map(|r| r.unwrap().0).collect();
+    assert_eq!(keys, [b"a".to_vec(), b"d".to_vec(), b"e".to_vec()]);
+    assert_eq!(value_bytes(t.get(b"d").unwrap().unwrap()), vec![9u8; 200_000]);
+    assert!(t.check(&mut |_, _| {}).unwrap().is_ok());
+}

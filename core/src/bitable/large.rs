@@ -100,6 +100,9 @@ impl BlockEntry {
 /// table is built; its offsets are region offsets).
 pub struct LargeWriter {
     pub end: u64,
+    /// The last `write` failed reading its source, not writing: the
+    /// region only holds unreferenced bytes, and the build can go on.
+    pub source_failed: bool,
     compression: Compression,
     raw: Vec<u8>,
     packed: Vec<u8>,
@@ -111,6 +114,7 @@ impl LargeWriter {
     pub fn new(compression: Compression) -> LargeWriter {
         LargeWriter {
             end: 0,
+            source_failed: false,
             compression,
             raw: vec![0; BLOCK],
             packed: vec![0; lz4_flex::block::get_maximum_output_size(BLOCK)],
@@ -123,6 +127,7 @@ impl LargeWriter {
     /// Its first block starts at a multiple of `align`.
     pub fn write(&mut self, out: &dyn Storage, align: u64, head: &[u8], rest: &mut dyn Read) -> Result<LargeRef> {
         self.end = self.end.next_multiple_of(align);
+        self.source_failed = false;
         self.table.clear();
         self.top.clear();
         let (mut len, mut blocks, mut last_missed) = (0u64, 0u64, false);
@@ -137,7 +142,10 @@ impl LargeWriter {
                     Ok(0) => break,
                     Ok(k) => n += k,
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(super::writer::read_error(e)),
+                    Err(e) => {
+                        self.source_failed = true;
+                        return Err(super::writer::read_error(e));
+                    }
                 }
             }
             if n == 0 {

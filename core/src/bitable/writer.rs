@@ -238,11 +238,14 @@ impl Writer {
         Ok(n)
     }
 
-    /// Runs a step that writes; a failure ends the build.
+    /// Runs a step that writes; a failed write ends the build (a value's
+    /// source that fails to read does not: the pair is left out).
     fn guard(&mut self, step: impl FnOnce(&mut Writer) -> Result<()>) -> Result<()> {
+        self.large.source_failed = false;
         let r = step(self);
         if let Err(e) = &r
             && matches!(e.kind(), ErrorKind::Io)
+            && !self.large.source_failed
         {
             self.broken = true;
         }
