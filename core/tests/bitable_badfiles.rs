@@ -1,5 +1,5 @@
 //! Damaged bitables (reliability plan, R9): tables of several shapes (empty,
-//! one key, three levels of pages, large values raw and LZ4, 8-byte
+//! one key, three and four levels of pages, large values raw and LZ4, 8-byte
 //! alignment with 8 KiB pages) cut at every length, every bit of page 0's
 //! header and meta flipped, a seeded sample of bits flipped elsewhere, and
 //! hostile pages, block tables and metas resealed so their checksums hold
@@ -57,7 +57,7 @@ struct Fixture {
     pairs: Pairs,
 }
 
-const NAMES: [&str; 5] = ["empty", "one key", "three levels", "large values", "aligned 8"];
+const NAMES: [&str; 6] = ["empty", "one key", "three levels", "four levels", "large values", "aligned 8"];
 
 fn build(name: &'static str) -> Fixture {
     let mut rng = SimRng::new(0xB17_BAD);
@@ -74,6 +74,14 @@ fn build(name: &'static str) -> Fixture {
                 let mut k = vec![b'p'; 200];
                 k.extend_from_slice(format!("{:03}/{i:05}", i % 11).as_bytes());
                 pairs.push((k, noise(&mut rng, (i % 40) as usize)));
+            }
+        }
+        "four levels" => {
+            // 1000-byte keys: three to a leaf, four children to a branch.
+            for i in 0..200u32 {
+                let mut k = vec![b'd'; 1000];
+                k.extend_from_slice(format!("{i:04}").as_bytes());
+                pairs.push((k, vec![i as u8; 3]));
             }
         }
         "large values" => {
@@ -110,8 +118,8 @@ fn build(name: &'static str) -> Fixture {
 
 fn fixtures() -> Vec<Fixture> {
     let all: Vec<Fixture> = NAMES.iter().map(|n| build(n)).collect();
-    let deep = Shape::of(&all[2].bytes);
-    assert!(deep.depth >= 3, "the three-level fixture has depth {}", deep.depth);
+    assert_eq!(Shape::of(&all[2].bytes).depth, 3, "the three-level fixture");
+    assert_eq!(Shape::of(&all[3].bytes).depth, 4, "the four-level fixture");
     all
 }
 

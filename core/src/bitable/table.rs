@@ -121,10 +121,24 @@ impl Bitable {
         self.s.map.is_some()
     }
 
+    /// Where page `no` starts, when it is one of the table's leaf and
+    /// branch pages (a damaged branch can name any number).
+    fn page_offset(&self, no: u64) -> Result<u64> {
+        let m = &self.s.meta;
+        if no == 0 || no > m.leaf_pages + m.branch_pages {
+            return Err(Error::corrupt(format!(
+                "page {no} is not one of the table's {} pages; the file is damaged",
+                m.leaf_pages + m.branch_pages
+            )));
+        }
+        // Below the value region's offset, which open checked.
+        Ok(no * self.s.ps as u64)
+    }
+
     /// Page `no` as stored, not verified.
     pub(crate) fn raw_page(&self, no: u64) -> Result<Cow<'_, [u8]>> {
         let s = &*self.s;
-        let off = no * s.ps as u64;
+        let off = self.page_offset(no)?;
         match &s.map {
             Some(m) => m.as_ref().as_ref().get(off as usize..off as usize + s.ps).map(Cow::Borrowed).ok_or_else(|| {
                 Error::corrupt(format!("page {no} lies past the end of the table; the file is damaged"))
@@ -140,7 +154,7 @@ impl Bitable {
     /// Page `no`, checksum verified (once per table when mapped).
     pub(crate) fn page(&self, no: u64) -> Result<Cow<'_, [u8]>> {
         let s = &*self.s;
-        let off = no * s.ps as u64;
+        let off = self.page_offset(no)?;
         match &s.map {
             Some(m) => {
                 let bytes = m.as_ref().as_ref();
