@@ -371,30 +371,26 @@ impl Bitable {
     }
 }
 
-/// The structural checks a page passes before any search uses it.
+/// The structural checks a page passes before any search uses it. Pages
+/// 1..=L are leaves and the rest branches: cursors step through leaves by
+/// number, so a branch among them must not pass for one.
 fn structure(page: &[u8], no: u64, meta: &TableMeta, align: usize) -> Result<()> {
-    match page.first() {
-        Some(&super::page::KIND_LEAF) => {
-            let leaf = Leaf::parse(page, no, align)?;
-            // Cursors count ordinals from the leaf's first one.
-            if leaf.first_ordinal().checked_add(leaf.count() as u64).is_none_or(|end| end > meta.entries) {
-                return Err(Error::corrupt(format!(
-                    "page {no}: its pairs' ordinals from {} lie past the table's {} pairs; the file is damaged",
-                    leaf.first_ordinal(),
-                    meta.entries
-                ))
-                .at_page(no));
-            }
-            Ok(())
+    if no <= meta.leaf_pages {
+        let leaf = Leaf::parse(page, no, align)?;
+        // Cursors count ordinals from the leaf's first one.
+        if leaf.first_ordinal().checked_add(leaf.count() as u64).is_none_or(|end| end > meta.entries) {
+            return Err(Error::corrupt(format!(
+                "page {no}: its pairs' ordinals from {} lie past the table's {} pairs; the file is damaged",
+                leaf.first_ordinal(),
+                meta.entries
+            ))
+            .at_page(no));
         }
-        Some(&super::page::KIND_BRANCH) => {
-            let level = page.get(1).copied().unwrap_or(0);
-            if level == 0 {
-                return Err(Error::corrupt(format!("page {no}: a branch of level 0; the file is damaged")).at_page(no));
-            }
-            Branch::parse(page, no, level).map(|_| ())
-        }
-        k => Err(Error::corrupt(format!("page {no}: unknown page kind {k:?}; the file is damaged")).at_page(no)),
+        return Ok(());
+    }
+    match page.get(1).copied().unwrap_or(0) {
+        0 => Err(Error::corrupt(format!("page {no}: expected a branch page; the file is damaged")).at_page(no)),
+        level => Branch::parse(page, no, level).map(|_| ()),
     }
 }
 
