@@ -1,6 +1,6 @@
 //! Damaged bitables (reliability plan, R9): tables of several shapes (empty,
-//! one key, three and four levels of pages, large values raw and LZ4, 8-byte
-//! alignment with 8 KiB pages) cut at every length, every bit of page 0's
+//! one key, three and four levels of pages, large values raw and LZ4,
+//! 8-byte alignment with 8 KiB pages) cut short, every bit of page 0's
 //! header and meta flipped, a seeded sample of bits flipped elsewhere, and
 //! hostile pages, block tables and metas resealed so their checksums hold
 //! (support/bitable_hostile.rs lists them). Each damaged table is opened,
@@ -18,7 +18,10 @@
 //! Cases run in child processes (support/guard.rs): a case that hangs,
 //! aborts or grows the heap past R7's bound (twice the file + 64 MiB) is
 //! a failure. Every sweep runs in memory (positioned reads) and from a
-//! file with and without a memory map. `BALE_BADFILES_FULL=1` flips every
+//! file with and without a memory map. Tables up to 64 KiB are cut at every
+//! length, larger ones at every length of their first and last two pages,
+//! around every page boundary and at 2,000 other lengths;
+//! `BALE_BADFILES_FULL=1` cuts every table at every length and flips every
 //! bit of every table instead of a sample.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
@@ -198,7 +201,7 @@ fn cases_of(set: Set, backend: Backend, fxs: &[Fixture]) -> Vec<Case> {
             Set::Truncation => {
                 out.push(case("with 1000 bytes past its end".into(), Damage::Extend(1000), Expect::Exact));
                 out.push(case(format!("at its length {len}"), Damage::Truncate(len), Expect::Exact));
-                for l in (0..len).rev() {
+                for l in truncations(len, Shape::of(&fx.bytes).ps, &mut rng).into_iter().rev() {
                     out.push(case(format!("cut to {l}"), Damage::Truncate(l), Expect::Refused));
                 }
             }
@@ -239,6 +242,22 @@ fn cases_of(set: Set, backend: Backend, fxs: &[Fixture]) -> Vec<Case> {
         }
     }
     out
+}
+
+/// Lengths to cut a file of `len` bytes to, ascending: every one when the
+/// file is small or `BALE_BADFILES_FULL` is set; otherwise every length of
+/// the first and last two pages, every page boundary and the bytes either
+/// side of it, and 2,000 others.
+fn truncations(len: usize, ps: usize, rng: &mut SimRng) -> Vec<usize> {
+    if full() || len <= 64 << 10 {
+        return (0..len).collect();
+    }
+    let mut cut: std::collections::BTreeSet<usize> = (0..2 * ps).chain(len - 2 * ps..len).collect();
+    for b in (ps..len).step_by(ps) {
+        cut.extend([b - 1, b, b + 1]);
+    }
+    cut.extend((0..2000).map(|_| rng.below(len as u64) as usize));
+    cut.into_iter().filter(|&l| l < len).collect()
 }
 
 /// Errors a damaged table may give.
