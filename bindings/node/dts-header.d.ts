@@ -483,3 +483,111 @@ export interface ObjectStore {
   /** `getMany` on the calling thread. Wrong arguments throw at the call. */
   getManySync(ids: ObjectIdLike[], options?: GetManyOptions | null): IterableIterator<[id: string, data: Buffer]>
 }
+
+/** How to open a bitable; any other name is refused with `INVALID_ARGUMENT`. */
+export interface BitableOpenOptions {
+  /**
+   * Read through a memory map (default true). Turn it off for files that
+   * another program may truncate.
+   */
+  mmap?: boolean | null
+}
+
+/** The layout of a new bitable, fixed in the file. */
+export interface BitableWriterOptions {
+  /** A power of two from 4096 to 65536 (default 4096); keys may take a quarter of it. */
+  pageSize?: number | null
+  /** Keys and values start at multiples of this: a power of two from 1 (the default) to 256. */
+  align?: number | null
+  /** LZ4 for large values' blocks (default 'auto': when it pays). */
+  compression?: CompressionPolicy | null
+}
+
+/** What a key held by more than one input (or added twice) means: the newest wins, or an error. */
+export type OnDuplicate = 'newest' | 'error'
+
+export interface UnsortedBitableWriterOptions extends BitableWriterOptions {
+  /** Bytes the buffered pairs may take before a sorted run is spilled (at least 64 KiB, default 64 MiB). */
+  memoryBudget?: number | null
+  /** Default 'newest': of a key added twice, the last one added is kept. */
+  onDuplicate?: OnDuplicate | null
+}
+
+export interface BitableMergeOptions {
+  /** Default 'newest': of a key several inputs hold, the last input's pair is kept. */
+  onDuplicate?: OnDuplicate | null
+}
+
+export interface BitableFinishOptions {
+  /**
+   * Sync everything before the table takes its name (default true), so
+   * that it survives a crash of the machine once `finish` returns.
+   */
+  durable?: boolean | null
+}
+
+export interface BitableCheckOptions {
+  /** Called now and then with the pages checked so far and the pages in all. */
+  progress?: ((pagesChecked: number, pages: number) => void) | null
+}
+
+/** The range options of a bitable: `Tree.range`'s. */
+export type BitableRangeOptions = RangeOptions<Key>
+
+/** Methods lib/bitable.js puts on `Bitable`. */
+export interface Bitable {
+  /**
+   * The value of `key` (a copy owned by JS), or `undefined`, read on the
+   * calling thread.
+   */
+  getSync(key: Key): Buffer | undefined
+  /** Whether the table holds `key`. */
+  has(key: Key): boolean
+  /** `[key, value]` pairs within the bounds, in key order (or reversed); values are read whole. */
+  range(options?: BitableRangeOptions | null): BitableRange<[Buffer, Buffer]>
+  /** The keys within the bounds (values are not read). */
+  keys(options?: BitableRangeOptions | null): BitableRange<Buffer>
+  /** The values within the bounds. */
+  values(options?: BitableRangeOptions | null): BitableRange<Buffer>
+  /** `range({ ...options, prefix })`. */
+  prefix(prefix: Key, options?: Omit<BitableRangeOptions, 'prefix'> | null): BitableRange<[Buffer, Buffer]>
+  /**
+   * The value of `key` as a stream of bytes, read in pieces on the thread
+   * pool in bounded memory; errors with `NOT_FOUND` when missing.
+   */
+  createReadStream(key: Key, options?: ReadStreamOptions | null): Readable
+}
+
+/** The items of a bitable range (index.js adds the protocols). */
+export interface BitableRange<T = [Buffer, Buffer]> extends Iterable<T>, AsyncIterable<T> {
+  /** The rest of the range in an array, read now. */
+  toArray(): T[]
+}
+
+/** What a streamed value reads: a Readable, or any iterable or async iterable of chunks. */
+export type ValueSource = AsyncIterable<Value> | Iterable<Value>
+
+/** Methods lib/bitable.js puts on `BitableWriter`. */
+export interface BitableWriter {
+  /**
+   * Appends a pair on the calling thread; `key` must be above every key
+   * before it (`INVALID_ARGUMENT`), at most `maxKeyLength` bytes
+   * (`TOO_LARGE`).
+   */
+  append(key: Key, value: Value): void
+  /**
+   * Appends a pair whose value is everything `source` yields, streamed in
+   * bounded memory; resolves once it is written. Meanwhile the writer's
+   * other calls fail with `LOCKED`. An error of the source rejects with
+   * that error and nothing of the pair is written.
+   */
+  appendStream(key: Key, source: ValueSource): Promise<void>
+}
+
+/** Methods lib/bitable.js puts on `UnsortedBitableWriter`. */
+export interface UnsortedBitableWriter {
+  /** Adds a pair, in any order (on the calling thread: a full buffer is sorted and spilled here). */
+  add(key: Key, value: Value): void
+  /** Adds a pair whose value is everything `source` yields, as `BitableWriter.appendStream`. */
+  addStream(key: Key, source: ValueSource): Promise<void>
+}

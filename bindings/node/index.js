@@ -3,7 +3,8 @@
 // loader `napi build` generates next to the .node file) with the parts that
 // belong on the JS side: encodings, the reads and writes that take them,
 // the iterator protocols over the native batch calls, Node streams for
-// large values, and the object store's stream calls. Their types are in
+// large values, the object store's stream calls, and the bitables' lookups,
+// ranges and streams. Their types are in
 // dts-header.d.ts, which `napi build` puts at the top of the generated
 // index.d.ts.
 
@@ -15,9 +16,24 @@ const { addWrites } = require('./lib/writes.js')
 const { addStreams } = require('./lib/streams.js')
 const { addBatches, ChainedBatch } = require('./lib/batch.js')
 const { addObjects } = require('./lib/objects.js')
+const { addBitables } = require('./lib/bitable.js')
 
-const { Tree, Range, Txn, ValueReader, ObjectStore, errorCodes, errorForCode, formatVersion, __napiBindingTarget } =
-  binding
+const {
+  Tree,
+  Range,
+  Txn,
+  ValueReader,
+  ObjectStore,
+  Bitable,
+  BitableCursor,
+  BitableRange,
+  BitableWriter,
+  UnsortedBitableWriter,
+  errorCodes,
+  errorForCode,
+  formatVersion,
+  __napiBindingTarget,
+} = binding
 
 // The native methods first, so that the JS methods below call guarded ones
 // (the hot calls are plain Node-API callbacks that check their handle).
@@ -32,8 +48,10 @@ guardReceivers(Range)
 addWrites(fast)
 addStreams()
 addBatches()
-// The object store is built on Unix only (the core opens it there).
+// The object store and bitables are built on Unix only (the core opens
+// their files there).
 if (ObjectStore !== undefined) addObjects()
+if (Bitable !== undefined) addBitables()
 
 // Drops this turn's snapshot: the next read sees the newest commit.
 Tree.prototype.refresh = function refresh() {
@@ -59,6 +77,11 @@ module.exports = {
   ChainedBatch,
   ValueReader,
   ObjectStore,
+  Bitable,
+  BitableCursor,
+  BitableRange,
+  BitableWriter,
+  UnsortedBitableWriter,
   errorCodes,
   errorForCode,
   formatVersion,

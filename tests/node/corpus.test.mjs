@@ -1,14 +1,15 @@
 // The golden corpus through the Node package's public API: every valid case
 // reads back exactly its expected JSON, every invalid case fails with its
-// code, every range query yields exactly its keys or fails with its code
-// (tests/corpus/README.md). The corpus is found through CORPUS_DIR, else relative to this file
+// code, every range query yields exactly its keys or fails with its code,
+// on the store and on a bitable of its pairs (tests/corpus/README.md). The corpus is found through CORPUS_DIR, else relative to this file
 // (never the cwd); a missing corpus is a failure, never a skip.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { ObjectStore, Tree } from '../../bindings/node/index.js'
+import os from 'node:os'
+import { Bitable, BitableWriter, ObjectStore, Tree } from '../../bindings/node/index.js'
 
 const code = (c) => (e) => {
   assert.ok(e instanceof Error, `not an Error: ${e}`)
@@ -98,6 +99,90 @@ test('every corpus range query yields its keys or its error', async (t) => {
     }
   }
   assert.ok(ran > 0, 'no range queries ran')
+})
+
+test('every corpus range query gives the same keys on a bitable of the store', async (t) => {
+  const cases = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8')).cases
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'bale-node-corpus-'))
+  let ran = 0
+  try {
+    for (const c of cases.filter((c) => c.queries)) {
+      const doc = JSON.parse(fs.readFileSync(path.join(dir, c.queries), 'utf8'))
+      const tree = Tree.open(path.join(dir, c.file), { readonly: true, mmap: false })
+      const file = path.join(tmp, `${c.id}.bitable`)
+      const w = BitableWriter.create(file)
+      w.appendTreeSync(tree)
+      w.finishSync({ durable: false })
+      tree.close()
+      const table = Bitable.openSync(file)
+      for (const q of doc.queries) {
+        await t.test(`${c.id}/${q.id}`, async () => {
+          const o = options(q.request)
+          if (q.error) {
+            for (const call of [() => table.keys(o), () => table.range(o)]) assert.throws(call, code(q.error))
+            return
+          }
+          assert.deepEqual([...table.keys(o)].map((k) => k.toString('hex')), q.keys)
+          const keys = []
+          for await (const [k] of table.range(o)) keys.push(k.toString('hex'))
+          assert.deepEqual(keys, q.keys)
+        })
+        ran++
+      }
+    }
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true })
+  }
+  assert.ok(ran > 0, 'no range queries ran')
+})
+
+// Bitable cases (`bitable_cases`): opened read-only without a map, every
+// pair read in key order, every key looked up again, and the probes of the
+// expected document answered.
+function readBitableCase(file, want) {
+  const t = Bitable.openSync(file, { mmap: false })
+  try {
+    const pairs = t.range().toArray()
+    for (const [k, v] of pairs) assert.deepEqual(t.getSync(k), v)
+    const probes = (want?.probes ?? []).map((p) => {
+      const key = Buffer.from(p.key, 'hex')
+      const lower = t.lowerBound(key).key
+      return { found: t.has(key), key: p.key, lower_bound: lower === undefined ? null : lower.toString('hex'), rank: t.rank(key) }
+    })
+    const s = t.stats()
+    return {
+      align: s.align,
+      count: t.count,
+      entries: pairs.map(([k, v]) => [k.toString('hex'), v.toString('hex')]),
+      format_version: t.formatVersion,
+      kind: 'bitable',
+      page_size: s.pageSize,
+      probes,
+    }
+  } finally {
+    t.close()
+  }
+}
+
+test('every bitable corpus case reads as expected', async (t) => {
+  const cases = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8')).bitable_cases
+  assert.ok(Array.isArray(cases) && cases.length >= 20, 'bitable_cases missing from the corpus manifest')
+  let valid = 0
+  let invalid = 0
+  for (const c of cases) {
+    await t.test(c.id, () => {
+      const file = path.join(dir, c.file)
+      if (c.expect) {
+        const want = JSON.parse(fs.readFileSync(path.join(dir, c.expect), 'utf8'))
+        assert.deepEqual(readBitableCase(file, want), want)
+        valid++
+      } else {
+        assert.throws(() => readBitableCase(file), code(c.error))
+        invalid++
+      }
+    })
+  }
+  assert.ok(valid >= 7 && invalid >= 14, `${valid} valid and ${invalid} invalid bitable cases ran`)
 })
 
 // Object store cases (`object_cases`): opened read-only, ids in order, each

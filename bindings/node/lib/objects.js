@@ -243,4 +243,4 @@ function addObjects() {
   proto.getManySync = getManySync
 }
 
-module.exports = { addObjects }
+module.exports = { addObjects, isSource }

@@ -188,4 +188,4 @@ Range.prototype.toArray = function toArray() {
   return Array.from(this)
 }
 
-module.exports = { addReads }
+module.exports = { addReads, viaSlab, BatchIterator, AsyncBatchIterator, MODE, ENTRIES, KEYS, VALUES }

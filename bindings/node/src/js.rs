@@ -130,6 +130,13 @@ pub fn number(env: sys::napi_env, n: f64) -> Result<sys::napi_value> {
     Ok(v)
 }
 
+pub fn string(env: sys::napi_env, s: &str) -> Result<sys::napi_value> {
+    let mut v = ptr::null_mut();
+    // SAFETY: s is valid UTF-8 of the given length.
+    check(unsafe { sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut v) }, "string")?;
+    Ok(v)
+}
+
 /// A Buffer owned by the JS heap holding a copy of `bytes` (never an
 /// external buffer, so it works where the runtime refuses those).
 pub fn buffer_copy(env: sys::napi_env, bytes: &[u8]) -> Result<sys::napi_value> {

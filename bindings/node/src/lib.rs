@@ -15,8 +15,21 @@
 //! calls return), `object_work` (its handle state and pool task) and
 //! `object_streams` (streams in and out); lib/objects.js adds the stream
 //! calls.
+//!
+//! Bitables (`bale::bitable`) are `bitable` (the `Bitable` class and its
+//! fast lookups), `bitable_read` (cursors, ranges, value pieces),
+//! `bitable_build` (the writers) and `bitable_check`; lib/bitable.js adds
+//! the iterator protocols, the slab lookups and the streams.
 
 mod batch;
+#[cfg(unix)]
+mod bitable;
+#[cfg(unix)]
+mod bitable_build;
+#[cfg(unix)]
+mod bitable_check;
+#[cfg(unix)]
+mod bitable_read;
 mod convert;
 mod error;
 mod fast;
@@ -39,6 +52,14 @@ mod value;
 
 use napi_derive::napi;
 
+#[cfg(unix)]
+pub use bitable::{Bitable, bitable_fast};
+#[cfg(unix)]
+pub use bitable_build::{
+    BitableWriter, UnsortedBitableWriter, bitable_sink_abort, bitable_sink_end, bitable_sink_write,
+};
+#[cfg(unix)]
+pub use bitable_read::{BitableCursor, BitableRange, bitable_pieces_close, bitable_pieces_length, bitable_pieces_read};
 pub use error::{error_codes, error_for_code};
 pub use fast::fast_paths;
 #[cfg(unix)]

@@ -53,6 +53,11 @@ impl Opts {
         Ok(Opts { env, fields })
     }
 
+    /// The environment the options belong to, for errors.
+    pub fn env(&self) -> sys::napi_env {
+        self.env
+    }
+
     fn get(&self, name: &str) -> Option<sys::napi_value> {
         self.fields.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
     }

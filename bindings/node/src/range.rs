@@ -51,7 +51,7 @@ impl Mode {
 /// The options object as the core's request: every own enumerable property
 /// goes to `RangeRequest::set`, which checks its name and value, so a name
 /// the core does not know fails instead of being ignored.
-fn request(env: &Env, options: sys::napi_value) -> Result<RangeScan> {
+pub(crate) fn request(env: &Env, options: sys::napi_value) -> Result<RangeScan> {
     let raw = env.raw();
     let mut req = RangeRequest::default();
     match js::type_of(raw, options)? {
@@ -82,7 +82,7 @@ pub struct Batch {
 impl Batch {
     /// The batch as one JS-owned Buffer: u32 LE count, count × u32 LE
     /// lengths, then the bytes. `index.js` cuts it into views.
-    fn to_js(&self, env: sys::napi_env) -> Result<sys::napi_value> {
+    pub(crate) fn to_js(&self, env: sys::napi_env) -> Result<sys::napi_value> {
         let head = 4 + 4 * self.lens.len();
         let (buf, ptr) = js::buffer_alloc(env, head + self.data.len())?;
         // SAFETY: the Buffer was just allocated with this many bytes.
@@ -95,7 +95,7 @@ impl Batch {
         Ok(buf)
     }
 
-    fn push(&mut self, bytes: &[u8]) -> bale::Result<()> {
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> bale::Result<()> {
         let len = u32::try_from(bytes.len()).map_err(|_| {
             bale::Error::new(
                 bale::ErrorKind::TooLarge,
@@ -107,25 +107,35 @@ impl Batch {
         Ok(())
     }
 
-    /// Appends the whole value, read block by block.
-    fn push_value(&mut self, v: &ValueRef<'_>) -> bale::Result<()> {
-        if let Some(b) = v.as_inline() {
-            return self.push(b);
-        }
-        if v.len() >= u32::MAX as u64 {
+    /// The items so far, and their bytes.
+    pub(crate) fn items(&self) -> (usize, usize) {
+        (self.lens.len(), self.data.len())
+    }
+
+    /// Appends a value of `len` bytes read whole from `r`.
+    pub(crate) fn push_read(&mut self, len: u64, r: &mut dyn std::io::Read) -> bale::Result<()> {
+        if len >= u32::MAX as u64 {
             return Err(bale::Error::new(
                 bale::ErrorKind::TooLarge,
                 "a value of 4 GiB or more cannot be one Buffer; read it with createReadStream",
             ));
         }
         let before = self.data.len();
-        std::io::Read::read_to_end(&mut v.reader(), &mut self.data).map_err(error::from_io)?;
+        r.read_to_end(&mut self.data).map_err(error::from_io)?;
         let got = (self.data.len() - before) as u64;
-        if got != v.len() {
+        if got != len {
             return Err(bale::Error::new(bale::ErrorKind::Corrupt, "a large value ended before its recorded length"));
         }
         self.lens.push(got as u32);
         Ok(())
+    }
+
+    /// Appends the whole value, read block by block.
+    fn push_value(&mut self, v: &ValueRef<'_>) -> bale::Result<()> {
+        match v.as_inline() {
+            Some(b) => self.push(b),
+            None => self.push_read(v.len(), &mut v.reader()),
+        }
     }
 }
 
@@ -189,7 +199,7 @@ fn lock(state: &Mutex<Cursor>) -> MutexGuard<'_, Cursor> {
 }
 
 /// A batch as one Buffer (see `Batch::to_js`), or `null` at the end.
-fn batch_js(env: sys::napi_env, batch: Batch) -> Result<sys::napi_value> {
+pub(crate) fn batch_js(env: sys::napi_env, batch: Batch) -> Result<sys::napi_value> {
     if batch.lens.is_empty() { js::null(env) } else { batch.to_js(env) }
 }
 
