@@ -8,7 +8,6 @@
 //! object or an iterable of chunks.
 
 use std::borrow::Cow;
-use std::io::Read;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -118,21 +117,6 @@ impl<'a> Input<'a> {
             type_name(v)
         );
         Err(type_error(py, &msg))
-    }
-}
-
-/// A value's source as the core reads it. A failure of the source (an
-/// exception, which `PyReader::run` raises as it was) is no failed write:
-/// given to the core as such, it leaves the build going without the pair,
-/// even in the middle of a large value.
-struct Source<'a>(&'a mut PyReader);
-
-impl Read for Source<'_> {
-    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        self.0.read(out).map_err(|e| {
-            let e = bale::Error::new(bale::ErrorKind::InvalidArgument, format!("the value's source failed: {e}"));
-            std::io::Error::other(e)
-        })
     }
 }
 
@@ -263,7 +247,7 @@ impl BitableWriter {
                 self.build.with(py, |w| Ok((w.append(k, d)?, w.len())))
             }
             Input::Stream(mut r) => self.build.with(py, |w| {
-                r.run(|r| w.append_reader(k, &mut Source(r)))?;
+                r.run(|r| w.append_reader(k, r))?;
                 Ok(((), w.len()))
             }),
         }
@@ -432,7 +416,7 @@ impl UnsortedBitableWriter {
                 self.build.with(py, |w| Ok((w.add(k, d)?, w.len())))
             }
             Input::Stream(mut r) => self.build.with(py, |w| {
-                r.run(|r| w.add_reader(k, &mut Source(r)))?;
+                r.run(|r| w.add_reader(k, r))?;
                 Ok(((), w.len()))
             }),
         }
