@@ -47,7 +47,7 @@ bench:
 
 # Bitables against LMDB (heed): build, lookups, scan, merge, unsorted build
 # (bench/bitable.sh; settings there).
-bench-bitable: python-install
+bench-bitable: python-install node-build
 	@$(PY) -c 'import lmdb' 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check lmdb
 	./bench/bitable.sh
 

@@ -9,6 +9,8 @@
 #   unsorted N pairs in a scrambled order, 64 MiB memory budget
 #   python   PY_N pairs built and PY_N random lookups from Python: bale
 #            (BitableWriter, Bitable.get) against py-lmdb (append puts, get)
+#   node     NODE_N pairs and lookups from Node: bale (getSync) against
+#            lmdb-js (getBinary, and getBinaryFast with its reused buffer)
 #
 # Settings: RUNS=3, N=10000000, MERGE_K=8, MERGE_N=1000000, BUDGET_MIB=64,
 #   PY_N=2000000, PYTHON=.venv/bin/python (bale and lmdb installed: `make
@@ -23,12 +25,15 @@ MERGE_K=${MERGE_K:-8}
 MERGE_N=${MERGE_N:-1000000}
 BUDGET_MIB=${BUDGET_MIB:-64}
 PY_N=${PY_N:-2000000}
+NODE_N=${NODE_N:-1000000}
 PYTHON=${PYTHON:-.venv/bin/python}
 WORK=${WORK:-bench/work/bitable}
 mkdir -p bench/results "$WORK"
 OUT=${OUT:-bench/results/bitable-$(date +%Y-%m-%d-%H%M%S)-$(git rev-parse --short HEAD 2>/dev/null || echo nogit).jsonl}
 
 "$PYTHON" -c 'import bale, lmdb' || { echo "$PYTHON needs bale and lmdb (make bench-bitable)" >&2; exit 1; }
+command -v node >/dev/null || { echo "node is missing" >&2; exit 1; }
+(cd bench/node && npm install --no-audit --no-fund --loglevel=error >&2)
 echo "== building bale-bench (release)" >&2
 cargo build --release --locked --manifest-path bench/Cargo.toml >&2
 BIN=${CARGO_TARGET_DIR:-bench/target}/release/bale-bench
@@ -43,6 +48,9 @@ for ((r = 0; r < RUNS; r++)); do
     run "$BIN" bt-unsorted "$N" "$BUDGET_MIB" "$WORK/unsorted"
     for e in bale lmdb; do
         run "$PYTHON" bench/python/bitable_bench.py "$e" "$WORK/python" --pairs "$PY_N" --lookups "$PY_N"
+    done
+    for e in bale lmdb-js lmdb-js-fast; do
+        run node bench/node/bitable_bench.mjs "$e" "$WORK/node" "$NODE_N"
     done
 done
 rm -rf "$WORK"

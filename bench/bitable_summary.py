@@ -93,3 +93,17 @@ if any((e, "bt-python") in by for e, _ in hosts):
             print(f"| {name} | {pair(hi(k, 'pairs_per_s'))} | {pair(hi(k, 'lookups_per_s'))} |")
     ours, peer = (hi((e, "bt-python"), "lookups_per_s")[1] for e, _ in hosts)
     print(f"\nLookups from Python, bale vs py-lmdb (medians): {ratio(ours, peer)} (target ≥ 1.0×).")
+
+hosts = [("node-bale", "bale (Node, getSync)"), ("node-lmdb-js", "lmdb-js (getBinary)"), ("node-lmdb-js-fast", "lmdb-js (getBinaryFast, reused buffer)")]
+if any((e, "bt-node") in by for e, _ in hosts):
+    r0 = next(r for r in rows if r["workload"] == "bt-node")
+    print(f"\n## From Node: {r0['pairs']:,} pairs built, {r0['lookups']:,} random lookups (best / median)\n")
+    print("| engine | build M pairs/s | lookups M/s |")
+    print("| --- | --- | --- |")
+    for e, name in hosts:
+        k = (e, "bt-node")
+        if k in by:
+            print(f"| {name} | {pair(hi(k, 'pairs_per_s'))} | {pair(hi(k, 'lookups_per_s'))} |")
+    ours, peer, fast = (hi((e, "bt-node"), "lookups_per_s")[1] for e, _ in hosts)
+    print(f"\nLookups from Node, bale vs lmdb-js (medians): {ratio(ours, peer)} against getBinary, "
+          f"{ratio(ours, fast)} against getBinaryFast (target ≥ 1.0×).")
