@@ -336,3 +336,30 @@ fn a_failing_value_source_leaves_the_pair_out_and_the_build_going() {
     assert_eq!(value_bytes(t.get(b"d").unwrap().unwrap()), vec![9u8; 200_000]);
     assert!(t.check(&mut |_, _| {}).unwrap().is_ok());
 }
+
+#[test]
+fn range_requests_start_at_their_offset() {
+    use bale::btree::RangeScan;
+    let model: Model = (0..500u32).map(|i| (format!("k{i:04}").into_bytes(), i.to_le_bytes().to_vec())).collect();
+    let t = build_mem(&model, BuildOptions::default());
+    let keys: Vec<&Vec<u8>> = model.keys().collect();
+    for reverse in [false, true] {
+        for offset in [0u64, 1, 7, 99, 250, 499, 500, 900] {
+            let (lo, hi) = (b"k0100".to_vec(), b"k0350".to_vec());
+            let scan = RangeScan::new(Bound::Included(lo.clone()), Bound::Excluded(hi.clone()), reverse)
+                .slice(offset, Some(5));
+            let mut want: Vec<&Vec<u8>> = keys.iter().copied().filter(|k| **k >= lo && **k < hi).collect();
+            if reverse {
+                want.reverse();
+            }
+            let want: Vec<&Vec<u8>> = want.into_iter().skip(offset as usize).take(5).collect();
+            let got: Vec<Vec<u8>> = match t.range_for(&scan).unwrap() {
+                Some(r) => r.take(5).map(|e| e.unwrap().0).collect(),
+                None => Vec::new(),
+            };
+            assert_eq!(got.iter().collect::<Vec<_>>(), want, "reverse {reverse}, offset {offset}");
+        }
+    }
+    let none = RangeScan::new(Bound::Unbounded, Bound::Unbounded, false).slice(0, Some(0));
+    assert!(t.range_for(&none).unwrap().is_none());
+}

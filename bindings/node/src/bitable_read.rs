@@ -6,7 +6,6 @@
 //! working after the table's `close()`.
 
 use std::io::{Read, Seek, SeekFrom};
-use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bale::ErrorKind;
@@ -117,40 +116,6 @@ impl BitableCursor {
     #[napi]
     pub fn last(&mut self, env: Env) -> Result<bool> {
         self.c.last().or_throw(&env)
-    }
-}
-
-/// The core's range over the bounds of `scan` (a range request), in its
-/// direction, begun `offset` pairs in, found by rank and select rather
-/// than by stepping; `None` when nothing is left to yield.
-fn start(t: &core::Bitable, scan: &RangeScan) -> bale::Result<Option<core::Range>> {
-    let (lo, hi) = scan.bounds();
-    let (reverse, offset) = (scan.is_reverse(), scan.offset());
-    if scan.limit() == Some(0) {
-        return Ok(None);
-    }
-    if offset == 0 {
-        return Ok(Some(if reverse { t.range_rev(lo, hi)? } else { t.range(lo, hi)? }));
-    }
-    if reverse {
-        // The ordinal past the upper bound, then `offset` down from the pair below it.
-        let end = match hi {
-            Bound::Included(k) => t.upper_bound(k)?.ordinal(),
-            Bound::Excluded(k) => t.rank(k)?,
-            Bound::Unbounded => t.len(),
-        };
-        let Some(at) = end.checked_sub(offset).and_then(|n| n.checked_sub(1)) else { return Ok(None) };
-        let Some(k) = t.select(at)?.key().map(<[u8]>::to_vec) else { return Ok(None) };
-        // A pair below the lower bound ends the range at once.
-        Ok(Some(t.range_rev(lo, Bound::Included(&k))?))
-    } else {
-        let first = match lo {
-            Bound::Included(k) => t.rank(k)?,
-            Bound::Excluded(k) => t.upper_bound(k)?.ordinal(),
-            Bound::Unbounded => 0,
-        };
-        let Some(k) = t.select(first.saturating_add(offset))?.key().map(<[u8]>::to_vec) else { return Ok(None) };
-        Ok(Some(t.range(Bound::Included(&k), hi)?))
     }
 }
 
@@ -268,7 +233,7 @@ pub struct BitableRange {
 
 impl BitableRange {
     pub fn new(t: &core::Bitable, scan: RangeScan, mode: Mode) -> bale::Result<BitableRange> {
-        let walk = Walk { range: start(t, &scan)?, pending: None, remaining: scan.limit(), mode };
+        let walk = Walk { range: t.range_for(&scan)?, pending: None, remaining: scan.limit(), mode };
         Ok(BitableRange { walk: Arc::new(Mutex::new(walk)) })
     }
 }

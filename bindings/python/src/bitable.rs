@@ -133,7 +133,7 @@ impl Bitable {
     ) -> PyResult<BitableIterator> {
         let scan = range_request(py, Codecs::default(), args, options)?;
         let limit = scan.limit();
-        let range = self.read(py, |t| cursor::start(t, &scan))?;
+        let range = self.read(py, |t| t.range_for(&scan))?;
         Ok(BitableIterator::new(range, limit, kind, self.mapped))
     }
 

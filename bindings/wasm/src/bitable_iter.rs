@@ -4,7 +4,6 @@
 //! `CLOSED` instead of reading on.
 
 use std::cell::Cell;
-use std::ops::Bound;
 use std::rc::Rc;
 
 use bale::bitable::{self, Cursor};
@@ -132,37 +131,9 @@ impl BitableRange {
     }
 
     /// The core's range over the request's bounds, begun `offset` pairs in
-    /// (found by rank and select, not by stepping); `None` when the offset
-    /// passes the table's end.
+    /// (`None` when nothing is left to yield).
     fn start(&self) -> Res<Option<bitable::Range>> {
-        let t = &self.table;
-        let (lo, hi) = self.scan.bounds();
-        let (reverse, offset) = (self.scan.is_reverse(), self.scan.offset());
-        if offset == 0 {
-            return Ok(Some(if reverse { t.range_rev(lo, hi)? } else { t.range(lo, hi)? }));
-        }
-        if reverse {
-            // Ordinals below the upper bound, then `offset` down from its last.
-            let end = match hi {
-                Bound::Included(k) => t.upper_bound(k)?.ordinal(),
-                Bound::Excluded(k) => t.rank(k)?,
-                Bound::Unbounded => t.len(),
-            };
-            let Some(at) = end.checked_sub(offset).and_then(|n| n.checked_sub(1)) else { return Ok(None) };
-            let Some(k) = t.select(at)?.key().map(<[u8]>::to_vec) else { return Ok(None) };
-            // A pair below the lower bound ends the range at once.
-            Ok(Some(t.range_rev(lo, Bound::Included(&k))?))
-        } else {
-            let first = match lo {
-                Bound::Included(k) => t.rank(k)?,
-                Bound::Excluded(k) => t.upper_bound(k)?.ordinal(),
-                Bound::Unbounded => 0,
-            };
-            let Some(k) = t.select(first.saturating_add(offset))?.key().map(<[u8]>::to_vec) else {
-                return Ok(None);
-            };
-            Ok(Some(t.range(Bound::Included(&k), hi)?))
-        }
+        Ok(self.table.range_for(&self.scan)?)
     }
 }
 
@@ -174,7 +145,7 @@ impl BitableRange {
             return Err(closed());
         }
         let limit = self.scan.limit();
-        let range = if limit == Some(0) { None } else { self.start()? };
+        let range = self.start()?;
         Ok(BitableRangeIterator {
             range,
             remaining: limit,

@@ -196,6 +196,43 @@ impl Bitable {
         Ok(Range { cursor, stop: owned(lo), reverse: true, started: false })
     }
 
+    /// The range a request asks for (its bounds, in its direction), begun
+    /// `offset` pairs in, found by rank and select rather than by stepping;
+    /// `None` when nothing is left to yield (a zero limit, or an offset
+    /// past the pairs in range). The caller applies the limit.
+    pub fn range_for(&self, scan: &crate::btree::RangeScan) -> Result<Option<Range>> {
+        let (lo, hi) = scan.bounds();
+        let (reverse, offset) = (scan.is_reverse(), scan.offset());
+        if scan.limit() == Some(0) {
+            return Ok(None);
+        }
+        if offset == 0 {
+            return Ok(Some(if reverse { self.range_rev(lo, hi)? } else { self.range(lo, hi)? }));
+        }
+        if reverse {
+            // The ordinal past the upper bound, then `offset` down from the pair below it.
+            let end = match hi {
+                Bound::Included(k) => self.upper_bound(k)?.ordinal(),
+                Bound::Excluded(k) => self.rank(k)?,
+                Bound::Unbounded => self.len(),
+            };
+            let Some(at) = end.checked_sub(offset).and_then(|n| n.checked_sub(1)) else { return Ok(None) };
+            let Some(k) = self.select(at)?.key().map(<[u8]>::to_vec) else { return Ok(None) };
+            // A pair below the lower bound ends the range at once.
+            Ok(Some(self.range_rev(lo, Bound::Included(&k))?))
+        } else {
+            let first = match lo {
+                Bound::Included(k) => self.rank(k)?,
+                Bound::Excluded(k) => self.upper_bound(k)?.ordinal(),
+                Bound::Unbounded => 0,
+            };
+            let Some(k) = self.select(first.saturating_add(offset))?.key().map(<[u8]>::to_vec) else {
+                return Ok(None);
+            };
+            Ok(Some(self.range(Bound::Included(&k), hi)?))
+        }
+    }
+
     /// Pairs whose key starts with `prefix`, ascending.
     pub fn prefix(&self, prefix: &[u8]) -> Result<Range> {
         match prefix_end(prefix) {

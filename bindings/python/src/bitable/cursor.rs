@@ -5,10 +5,8 @@
 //! an unmapped table reads a batch of pairs per detached step.
 
 use std::collections::VecDeque;
-use std::ops::Bound as Edge;
 
 use bale::bitable::{self as core, Value};
-use bale::btree::RangeScan;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple, PyType};
 
@@ -109,40 +107,6 @@ impl BitableCursor {
             }
             None => "<bale.BitableCursor (no pair)>".into(),
         }
-    }
-}
-
-/// The core's range over the bounds of `scan` (a range request), in its
-/// direction, begun `offset` pairs in, found by rank and select rather
-/// than by stepping; `None` when nothing is left to yield.
-pub(crate) fn start(t: &core::Bitable, scan: &RangeScan) -> bale::Result<Option<core::Range>> {
-    let (lo, hi) = scan.bounds();
-    let (reverse, offset) = (scan.is_reverse(), scan.offset());
-    if scan.limit() == Some(0) {
-        return Ok(None);
-    }
-    if offset == 0 {
-        return Ok(Some(if reverse { t.range_rev(lo, hi)? } else { t.range(lo, hi)? }));
-    }
-    if reverse {
-        // The ordinal past the upper bound, then `offset` down from the pair below it.
-        let end = match hi {
-            Edge::Included(k) => t.upper_bound(k)?.ordinal(),
-            Edge::Excluded(k) => t.rank(k)?,
-            Edge::Unbounded => t.len(),
-        };
-        let Some(at) = end.checked_sub(offset).and_then(|n| n.checked_sub(1)) else { return Ok(None) };
-        let Some(k) = t.select(at)?.key().map(<[u8]>::to_vec) else { return Ok(None) };
-        // A pair below the lower bound ends the range at once.
-        Ok(Some(t.range_rev(lo, Edge::Included(&k))?))
-    } else {
-        let first = match lo {
-            Edge::Included(k) => t.rank(k)?,
-            Edge::Excluded(k) => t.upper_bound(k)?.ordinal(),
-            Edge::Unbounded => 0,
-        };
-        let Some(k) = t.select(first.saturating_add(offset))?.key().map(<[u8]>::to_vec) else { return Ok(None) };
-        Ok(Some(t.range(Edge::Included(&k), hi)?))
     }
 }
 
