@@ -23,14 +23,10 @@
 
 use std::collections::BTreeSet;
 use std::fs::OpenOptions;
-use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::FileExt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
-use std::sync::mpsc::{RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
 use bale::btree::CheckReport;
@@ -41,7 +37,9 @@ use bale::{ErrorKind, Options, ReadOps, Store};
 // Counts live heap bytes and their peak, for R7's bound per case.
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
-use counting_alloc::{LIVE, PEAK};
+#[path = "support/guard.rs"]
+mod guard;
+use guard::{MIB, Run, Tally, heap_bound, measured, say};
 
 #[global_allocator]
 static ALLOC: counting_alloc::Counting = counting_alloc::Counting;
@@ -192,48 +190,6 @@ fn typed(kind: ErrorKind) -> bool {
     )
 }
 
-#[derive(Default)]
-struct Tally {
-    cases: u64,
-    errors: u64,
-    correct: u64,
-    fallback: u64,
-    /// Garbage cases where the data read fine but `check` found the damage.
-    caught_by_check: u64,
-    /// Every failure; the first few are kept in `failures`.
-    failed: u64,
-    failures: Vec<String>,
-    /// In a child: print each failure for the parent as it happens.
-    echo: bool,
-}
-
-impl Tally {
-    fn fail(&mut self, s: String) {
-        self.failed += 1;
-        if self.echo {
-            say(&format!("fail {}", s.replace('\n', " ")));
-        } else if self.failures.len() < 30 {
-            self.failures.push(s);
-        }
-    }
-
-    fn add(&mut self, o: &Tally) {
-        self.cases += o.cases;
-        self.errors += o.errors;
-        self.correct += o.correct;
-        self.fallback += o.fallback;
-        self.caught_by_check += o.caught_by_check;
-    }
-}
-
-/// A line for the parent; libtest may have printed "test NAME ... "
-/// without a newline.
-fn say(line: &str) {
-    let mut out = std::io::stdout();
-    writeln!(out, "\n{line}").expect("stdout");
-    out.flush().expect("stdout");
-}
-
 #[derive(Clone, Copy)]
 enum Rule<'a> {
     /// Truncations and flips: a typed error, or one of these contents with
@@ -347,14 +303,6 @@ struct Target<'a> {
     fx: &'a Fixture,
     /// Peak heap growth of the last open, read and check.
     grown: std::cell::Cell<usize>,
-}
-
-/// Runs `f`, returning its result and its peak heap growth.
-fn measured<T>(f: impl FnOnce() -> T) -> (T, usize) {
-    let before = LIVE.load(Ordering::Relaxed);
-    PEAK.store(before, Ordering::Relaxed);
-    let r = f();
-    (r, PEAK.load(Ordering::Relaxed).saturating_sub(before))
 }
 
 impl Target<'_> {
@@ -846,16 +794,13 @@ fn hostile_verdict(seen: std::thread::Result<Seen>) -> Option<String> {
     }
 }
 
-// The guarded runner. The parent re-executes this binary with the test's
-// name and `CHILD_ENV` naming the set, the backend and the first case; the
-// child announces every case before running it, reports failures and a
-// final tally on stdout.
+// The guarded runner (support/guard.rs) re-executes this binary; the child
+// announces every case before running it and reports failures and its
+// tally on stdout.
 
-const CHILD_ENV: &str = "BALE_BADFILES_CHILD";
 /// How long a child may go without a line of progress before the case it
 /// is in counts as a hang.
 const HANG: Duration = Duration::from_secs(25);
-const MIB: usize = 1 << 20;
 
 fn backend_name(b: Backend) -> &'static str {
     match b {
@@ -865,66 +810,32 @@ fn backend_name(b: Backend) -> &'static str {
     }
 }
 
-/// R7: a case's peak heap growth is at most twice the file size + 64 MiB.
-fn heap_bound(file_len: usize) -> usize {
-    2 * file_len + 64 * MIB
-}
-
-/// Address space a child may add to what it has before its first case:
-/// R7's bound, a map of the file and slack for allocator arenas.
-fn as_slack(file_len: usize) -> usize {
-    heap_bound(file_len) + file_len + 192 * MIB
-}
-
 fn as_limit_text(file_len: usize) -> String {
-    format!("the child's size before its first case + {} MiB", as_slack(file_len) / MIB)
+    format!("the child's size before its first case + {} MiB", guard::address_space_slack(file_len) / MIB)
 }
 
-/// This process's address-space size (VmSize).
-fn vm_size() -> usize {
-    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    let kb = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmSize:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
-        .expect("VmSize");
-    kb * 1024
-}
-
-/// Limits this process's address space to its current size + `extra`;
-/// beyond it allocations fail and Rust aborts the process.
-fn limit_address_space(extra: usize) -> usize {
-    let lim = vm_size() + extra;
-    let r = libc::rlimit { rlim_cur: lim as libc::rlim_t, rlim_max: lim as libc::rlim_t };
-    // SAFETY: setrlimit only reads the struct it is given.
-    let rc = unsafe { libc::setrlimit(libc::RLIMIT_AS, &r) };
-    assert_eq!(rc, 0, "setrlimit(RLIMIT_AS): {}", std::io::Error::last_os_error());
-    lim
-}
-
-/// In a child: runs the cases named by `CHILD_ENV` and returns true.
+/// In a child: runs the cases the parent asked for and returns true.
 fn child_dispatch() -> bool {
-    let Ok(v) = std::env::var(CHILD_ENV) else { return false };
-    let mut it = v.split(',');
-    let set = it.next().and_then(|n| SETS.iter().copied().find(|s| format!("{s:?}") == n)).expect("set");
-    let backend = it.next().and_then(|n| BACKENDS.iter().copied().find(|&b| backend_name(b) == n)).expect("backend");
-    let start = it.next().and_then(|n| n.parse().ok()).expect("first case");
+    let Some((set, backend, start)) = guard::child_request() else { return false };
+    let set = SETS.iter().copied().find(|s| format!("{s:?}") == set).expect("set");
+    let backend = BACKENDS.iter().copied().find(|&b| backend_name(b) == backend).expect("backend");
     sweep_child(set, backend, start);
     true
 }
 
-fn child_dir(set: Set, backend: Backend, pid: u32) -> PathBuf {
-    std::env::temp_dir().join(format!("bale-{set:?}-{}-{pid}", backend_name(backend)))
+/// Parent side: every case of `set` on `backend`, in guarded children.
+fn run_guarded(test: &str, set: Set, backend: Backend, hang: Duration) -> Run {
+    guard::run_guarded(test, &format!("{set:?}"), backend_name(backend), hang)
 }
 
 fn sweep_child(set: Set, backend: Backend, start: usize) {
     let fx = fixture_of(set);
     let cases = cases_of(set, backend, &fx);
-    let dir = child_dir(set, backend, std::process::id());
+    let dir = guard::child_dir(&format!("{set:?}"), backend_name(backend), std::process::id());
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
     let target = Target::new(backend, &dir, &fx);
-    let limit = limit_address_space(as_slack(fx.bytes.len()));
+    let limit = guard::limit_address_space(fx.bytes.len());
     say(&format!("cases {} address space limit {limit}", cases.len()));
     let mut t = Tally { echo: true, ..Tally::default() };
     for (i, c) in cases.iter().enumerate().skip(start) {
@@ -971,111 +882,11 @@ fn sweep_child(set: Set, backend: Backend, start: usize) {
                 }
             }
         }
-        // The counts so far: a later death must not lose them.
-        say(&format!("tally {} {} {} {} {}", t.cases, t.errors, t.correct, t.fallback, t.caught_by_check));
+        t.send();
     }
     say("all done");
     drop(target);
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// What a guarded sweep gave: the children's tallies plus one failure per
-/// case that hung or killed its process.
-struct Run {
-    tally: Tally,
-    /// Cases in the set.
-    cases: usize,
-    /// Child processes started (one more after each death).
-    children: usize,
-}
-
-/// Parent side: runs every case of `set` on `backend` in child processes,
-/// starting a new child after the case that hung or killed the last one.
-fn run_guarded(test: &str, set: Set, backend: Backend, hang: Duration) -> Run {
-    let mut tally = Tally::default();
-    let mut start = 0usize;
-    let mut total = None;
-    let mut children = 0;
-    loop {
-        children += 1;
-        let mut child = Command::new(std::env::current_exe().expect("current_exe"))
-            .args([test, "--exact", "--nocapture", "--test-threads=1"])
-            .env(CHILD_ENV, format!("{set:?},{},{start}", backend_name(backend)))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run child");
-        let pid = child.id();
-        let (tx, rx) = channel();
-        let out = child.stdout.take().expect("stdout");
-        let pump = std::thread::spawn(move || {
-            for line in BufReader::new(out).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut err = child.stderr.take().expect("stderr");
-        let errs = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = err.read_to_string(&mut s);
-            s
-        });
-        let mut last: Option<(usize, String)> = None;
-        let mut counts = Tally::default();
-        let (mut done, mut hung) = (false, false);
-        loop {
-            match rx.recv_timeout(hang) {
-                Ok(line) => {
-                    if let Some(n) = line.strip_prefix("cases ") {
-                        total = n.split(' ').next().and_then(|n| n.parse().ok());
-                    } else if let Some(c) = line.strip_prefix("case ") {
-                        let (i, label) = c.split_once(' ').unwrap_or((c, ""));
-                        last = Some((i.parse().expect("case number"), label.to_string()));
-                    } else if let Some(f) = line.strip_prefix("fail ") {
-                        tally.fail(f.to_string());
-                    } else if let Some(n) = line.strip_prefix("tally ") {
-                        let v: Vec<u64> = n.split(' ').map(|x| x.parse().expect("tally")).collect();
-                        let [cases, errors, correct, fallback, caught_by_check] = v[..] else { panic!("tally {n}") };
-                        counts = Tally { cases, errors, correct, fallback, caught_by_check, ..Tally::default() };
-                    } else if line == "all done" {
-                        done = true;
-                    }
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    let _ = child.kill();
-                    hung = true;
-                    break;
-                }
-                Err(RecvTimeoutError::Disconnected) => break,
-            }
-        }
-        let status = child.wait().expect("wait");
-        pump.join().expect("stdout pump");
-        let stderr = errs.join().expect("stderr pump");
-        let _ = std::fs::remove_dir_all(child_dir(set, backend, pid));
-        tally.add(&counts);
-        if done && status.success() {
-            break;
-        }
-        let Some((i, label)) = last else {
-            panic!("the {set:?} child died before running a case: {status}\n{stderr}");
-        };
-        tally.cases += 1;
-        if hung {
-            tally.fail(format!("{label}: hung (no progress for {} s, killed)", hang.as_secs()));
-        } else {
-            let tail: String = stderr.lines().rev().take(3).collect::<Vec<_>>().join(" | ");
-            tally.fail(format!("{label}: the process died ({status}): {tail}"));
-        }
-        start = i + 1;
-        if total.is_none_or(|n| start >= n) {
-            break;
-        }
-    }
-    Run { tally, cases: total.unwrap_or(0), children }
 }
 
 /// The leaf cell of the large value rewritten to claim a huge length with
@@ -1196,6 +1007,10 @@ fn sweep_guards_report_hangs_and_runaway_allocation() {
     let t = &run.tally;
     assert_eq!((run.cases, t.cases, t.correct, t.failed), (5, 5, 3, 3), "{:?}", t.failures);
     assert_eq!(run.children, 3, "a new child after the hang and after the abort");
+    for &pid in &run.pids {
+        let dir = guard::child_dir("GuardSelfTest", backend_name(Backend::Mem), pid);
+        assert!(!dir.exists(), "{} outlived its child", dir.display());
+    }
     let f = &t.failures;
     assert!(f.iter().any(|x| x.starts_with("hang: hung")), "{f:?}");
     assert!(f.iter().any(|x| x.starts_with("allocate past R7's bound: peak heap growth")), "{f:?}");

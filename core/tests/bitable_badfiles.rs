@@ -383,10 +383,6 @@ fn verdict(seen: std::thread::Result<Result<Outcome, bale::Error>>, expect: Expe
     }
 }
 
-fn child_dir(set: Set, backend: Backend) -> PathBuf {
-    std::env::temp_dir().join(format!("bale-bitable-bad-{set:?}-{backend:?}-{}", std::process::id()))
-}
-
 /// In a child: runs the cases the parent asked for; true when this is one.
 fn child_dispatch() -> bool {
     let Some((set, backend, start)) = guard::child_request() else { return false };
@@ -394,7 +390,7 @@ fn child_dispatch() -> bool {
     let backend = backend_named(&backend);
     let fxs = fixtures();
     let cases = cases_of(set, backend, &fxs);
-    let dir = child_dir(set, backend);
+    let dir = guard::child_dir(&format!("{set:?}"), &format!("{backend:?}"), std::process::id());
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let target = Target { backend, dir: dir.clone(), fxs: &fxs };
@@ -542,6 +538,10 @@ fn sweep_guards_report_hangs_and_runaway_allocation() {
     let t = &run.tally;
     assert_eq!((run.cases, t.cases, t.correct, t.failed), (5, 5, 3, 3), "{:?}", t.failures);
     assert_eq!(run.children, 3, "a new child after the hang and after the abort");
+    for &pid in &run.pids {
+        let dir = guard::child_dir("GuardSelfTest", "Mem", pid);
+        assert!(!dir.exists(), "{} outlived its child", dir.display());
+    }
     let f = &t.failures;
     assert!(f.iter().any(|x| x.contains("hang: hung")), "{f:?}");
     assert!(f.iter().any(|x| x.contains("allocate past R7's bound: peak heap growth")), "{f:?}");

@@ -6,12 +6,15 @@
 //! After a child dies the parent starts a new one at the next case.
 //!
 //! Protocol, one line each on the child's stdout: `cases N`, then per case
-//! `case I LABEL`, any `fail TEXT`, and `tally CASES ERRORS CORRECT CAUGHT`;
-//! `all done` at the end. A test file includes this with `#[path]` and
-//! `counting_alloc` beside it.
+//! `case I LABEL`, any `fail TEXT`, and
+//! `tally CASES ERRORS CORRECT FALLBACK CAUGHT`; `all done` at the end. A
+//! child keeps its files in `child_dir`, which the parent removes once the
+//! child has ended, however it ended. A test file includes this with
+//! `#[path]` and `counting_alloc` beside it.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{RecvTimeoutError, channel};
@@ -30,6 +33,8 @@ pub struct Tally {
     pub errors: u64,
     /// Cases that read back exactly right with a healthy check.
     pub correct: u64,
+    /// Cases that read back an earlier state, as the format allows.
+    pub fallback: u64,
     /// Cases `check` reported (damage it found).
     pub caught_by_check: u64,
     pub failed: u64,
@@ -51,7 +56,18 @@ impl Tally {
 
     /// In a child: the counts so far (a later death must not lose them).
     pub fn send(&self) {
-        say(&format!("tally {} {} {} {}", self.cases, self.errors, self.correct, self.caught_by_check));
+        say(&format!(
+            "tally {} {} {} {} {}",
+            self.cases, self.errors, self.correct, self.fallback, self.caught_by_check
+        ));
+    }
+
+    fn add(&mut self, o: &Tally) {
+        self.cases += o.cases;
+        self.errors += o.errors;
+        self.correct += o.correct;
+        self.fallback += o.fallback;
+        self.caught_by_check += o.caught_by_check;
     }
 }
 
@@ -71,6 +87,12 @@ pub fn child_request() -> Option<(String, String, usize)> {
     let backend = it.next()?.to_string();
     let start = it.next()?.parse().ok()?;
     Some((set, backend, start))
+}
+
+/// The folder of the child with process id `pid` running `set` on
+/// `backend`; a child uses its own.
+pub fn child_dir(set: &str, backend: &str, pid: u32) -> PathBuf {
+    std::env::temp_dir().join(format!("bale-sweep-{set}-{backend}-{pid}"))
 }
 
 /// Runs `f`, returning its result and its peak heap growth.
@@ -97,11 +119,17 @@ fn vm_size() -> usize {
     kb * 1024
 }
 
-/// Limits this process's address space to its current size + R7's bound
-/// for a file of `file_len` bytes, a map of it and slack for allocator
-/// arenas; beyond it allocations fail and Rust aborts the process.
+/// Address space a child may add to what it has before its first case:
+/// R7's bound for a file of `file_len` bytes, a map of it and slack for
+/// allocator arenas.
+pub fn address_space_slack(file_len: usize) -> usize {
+    heap_bound(file_len) + file_len + 192 * MIB
+}
+
+/// Limits this process's address space to its current size + the slack
+/// for `file_len`; beyond it allocations fail and Rust aborts the process.
 pub fn limit_address_space(file_len: usize) -> usize {
-    let lim = vm_size() + heap_bound(file_len) + file_len + 192 * MIB;
+    let lim = vm_size() + address_space_slack(file_len);
     let r = libc::rlimit { rlim_cur: lim as libc::rlim_t, rlim_max: lim as libc::rlim_t };
     // SAFETY: setrlimit only reads the struct it is given.
     let rc = unsafe { libc::setrlimit(libc::RLIMIT_AS, &r) };
@@ -117,6 +145,8 @@ pub struct Run {
     pub cases: usize,
     /// Child processes started (one more after each death).
     pub children: usize,
+    /// Their process ids.
+    pub pids: Vec<u32>,
 }
 
 /// Parent side: runs every case of `set` on `backend` in child processes
@@ -124,9 +154,8 @@ pub struct Run {
 /// case that hung or killed the last one.
 pub fn run_guarded(test: &str, set: &str, backend: &str, hang: Duration) -> Run {
     let mut tally = Tally::default();
-    let (mut start, mut total, mut children) = (0usize, None::<usize>, 0);
+    let (mut start, mut total, mut pids) = (0usize, None::<usize>, Vec::new());
     loop {
-        children += 1;
         let mut child = Command::new(std::env::current_exe().expect("current_exe"))
             .args([test, "--exact", "--nocapture", "--test-threads=1"])
             .env(CHILD_ENV, format!("{set},{backend},{start}"))
@@ -135,6 +164,8 @@ pub fn run_guarded(test: &str, set: &str, backend: &str, hang: Duration) -> Run 
             .stderr(Stdio::piped())
             .spawn()
             .expect("run child");
+        let pid = child.id();
+        pids.push(pid);
         let (tx, rx) = channel();
         let out = child.stdout.take().expect("stdout");
         let pump = std::thread::spawn(move || {
@@ -166,8 +197,8 @@ pub fn run_guarded(test: &str, set: &str, backend: &str, hang: Duration) -> Run 
                         tally.fail(f.to_string());
                     } else if let Some(n) = line.strip_prefix("tally ") {
                         let v: Vec<u64> = n.split(' ').map(|x| x.parse().expect("tally")).collect();
-                        let [cases, errors, correct, caught_by_check] = v[..] else { panic!("tally {n}") };
-                        counts = Tally { cases, errors, correct, caught_by_check, ..Tally::default() };
+                        let [cases, errors, correct, fallback, caught_by_check] = v[..] else { panic!("tally {n}") };
+                        counts = Tally { cases, errors, correct, fallback, caught_by_check, ..Tally::default() };
                     } else if line == "all done" {
                         done = true;
                     }
@@ -183,10 +214,8 @@ pub fn run_guarded(test: &str, set: &str, backend: &str, hang: Duration) -> Run 
         let status = child.wait().expect("wait");
         pump.join().expect("stdout pump");
         let stderr = errs.join().expect("stderr pump");
-        tally.cases += counts.cases;
-        tally.errors += counts.errors;
-        tally.correct += counts.correct;
-        tally.caught_by_check += counts.caught_by_check;
+        let _ = std::fs::remove_dir_all(child_dir(set, backend, pid));
+        tally.add(&counts);
         if done && status.success() {
             break;
         }
@@ -205,5 +234,5 @@ pub fn run_guarded(test: &str, set: &str, backend: &str, hang: Duration) -> Run 
             break;
         }
     }
-    Run { tally, cases: total.unwrap_or(0), children }
+    Run { tally, cases: total.unwrap_or(0), children: pids.len(), pids }
 }
