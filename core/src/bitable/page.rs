@@ -393,14 +393,22 @@ impl<'a> Leaf<'a> {
         slot_key(self.b, PAGE_HEADER, i)
     }
 
-    fn value_at(&self, i: usize) -> Option<CellValue<'a>> {
+    /// Where value `i` lies in the page, and whether it is a large-value
+    /// reference; `None` when it would lie outside.
+    pub fn value_span(&self, i: usize) -> Option<(std::ops::Range<usize>, bool)> {
         let s = PAGE_HEADER + SLOT * i;
         let off = usize::from(u16_at(self.b, s + 4)?);
         let klen = usize::from(u16_at(self.b, s + 6)?);
         let vlen = u16_at(self.b, off.checked_sub(2)?)?;
         let val_off = align_up(off + klen, self.align);
         let (len, large) = if vlen == LARGE_MARK { (LARGE_REF, true) } else { (usize::from(vlen), false) };
-        let bytes = slice_at(self.b, val_off, len).filter(|_| val_off + len <= self.b.len() - TRAILER)?;
+        slice_at(self.b, val_off, len).filter(|_| val_off + len <= self.b.len() - TRAILER)?;
+        Some((val_off..val_off + len, large))
+    }
+
+    fn value_at(&self, i: usize) -> Option<CellValue<'a>> {
+        let (span, large) = self.value_span(i)?;
+        let bytes = &self.b[span];
         Some(if large { CellValue::Large(bytes) } else { CellValue::Inline(bytes) })
     }
 

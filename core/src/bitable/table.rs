@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::cursor::Cursor;
 use super::large::{LargeRef, Region};
 use super::meta::{PAGE0_LEN, TableMeta};
-use super::page::{Branch, CellValue, Leaf, verify};
+use super::page::{Branch, Leaf, verify};
 use super::value::{LargeValue, Value};
 use crate::error::{Error, ErrorKind, Result};
 use crate::io::{Mapping, Storage};
@@ -252,26 +252,25 @@ impl Bitable {
         }
         let align = self.s.align;
         let leaf = self.descend(|b| b.child_for(key))?;
-        let find = |p: &[u8]| -> Option<(usize, bool)> {
-            let l = Leaf::trusted(p, align);
-            let i = l.search(key, false);
-            (i < l.count() && l.key(i) == key).then(|| (i, matches!(l.value(i), CellValue::Large(_))))
-        };
         let page = self.page(leaf)?;
-        let Some((i, large)) = find(&page) else { return Ok(None) };
-        if large {
-            let CellValue::Large(r) = Leaf::trusted(&page, align).value(i) else { return Ok(None) };
-            return Ok(Some(Value::Large(self.large(r, leaf)?)));
+        let l = Leaf::trusted(&page, align);
+        let i = l.search(key, false);
+        if i >= l.count() || l.key(i) != key {
+            return Ok(None);
         }
+        // A verified leaf keeps every value inside the page.
+        let (span, large) = l
+            .value_span(i)
+            .ok_or_else(|| Error::corrupt(format!("value {i} of leaf page {leaf} lies outside the page")))?;
+        if large {
+            return Ok(Some(Value::Large(self.large(&page[span], leaf)?)));
+        }
+        // A mapped page lends its bytes; from a page read into a buffer
+        // the value is copied out (keeping the page would pin a whole page
+        // per value).
         Ok(Some(Value::Inline(match page {
-            Cow::Borrowed(p) => match Leaf::trusted(p, align).value(i) {
-                CellValue::Inline(v) => Cow::Borrowed(v),
-                CellValue::Large(_) => Cow::Borrowed(&[][..]),
-            },
-            Cow::Owned(p) => match Leaf::trusted(&p, align).value(i) {
-                CellValue::Inline(v) => Cow::Owned(v.to_vec()),
-                CellValue::Large(_) => Cow::Owned(Vec::new()),
-            },
+            Cow::Borrowed(p) => Cow::Borrowed(&p[span]),
+            Cow::Owned(p) => Cow::Owned(p[span].to_vec()),
         })))
     }
 
