@@ -49,7 +49,7 @@ for ((r = 0; r < RUNS; r++)); do
     for e in bale lmdb; do
         run "$PYTHON" bench/python/bitable_bench.py "$e" "$WORK/python" --pairs "$PY_N" --lookups "$PY_N"
     done
-    for e in bale lmdb-js lmdb-js-fast; do
+    for e in bale bale-into lmdb-js lmdb-js-fast; do
         run node bench/node/bitable_bench.mjs "$e" "$WORK/node" "$NODE_N"
     done
 done

@@ -94,7 +94,8 @@ if any((e, "bt-python") in by for e, _ in hosts):
     ours, peer = (hi((e, "bt-python"), "lookups_per_s")[1] for e, _ in hosts)
     print(f"\nLookups from Python, bale vs py-lmdb (medians): {ratio(ours, peer)} (target ≥ 1.0×).")
 
-hosts = [("node-bale", "bale (Node, getSync)"), ("node-lmdb-js", "lmdb-js (getBinary)"), ("node-lmdb-js-fast", "lmdb-js (getBinaryFast, reused buffer)")]
+hosts = [("node-bale", "bale (Node, getSync)"), ("node-lmdb-js", "lmdb-js (getBinary)"),
+         ("node-bale-into", "bale (Node, getInto, reused buffer)"), ("node-lmdb-js-fast", "lmdb-js (getBinaryFast, reused buffer)")]
 if any((e, "bt-node") in by for e, _ in hosts):
     r0 = next(r for r in rows if r["workload"] == "bt-node")
     print(f"\n## From Node: {r0['pairs']:,} pairs built, {r0['lookups']:,} random lookups (best / median)\n")
@@ -104,6 +105,10 @@ if any((e, "bt-node") in by for e, _ in hosts):
         k = (e, "bt-node")
         if k in by:
             print(f"| {name} | {pair(hi(k, 'pairs_per_s'))} | {pair(hi(k, 'lookups_per_s'))} |")
-    ours, peer, fast = (hi((e, "bt-node"), "lookups_per_s")[1] for e, _ in hosts)
-    print(f"\nLookups from Node, bale vs lmdb-js (medians): {ratio(ours, peer)} against getBinary, "
-          f"{ratio(ours, fast)} against getBinaryFast (target ≥ 1.0×).")
+    med = {e: hi((e, "bt-node"), "lookups_per_s")[1] for e, _ in hosts if (e, "bt-node") in by}
+    print(f"\nLookups from Node, bale vs lmdb-js (medians): getSync {ratio(med['node-bale'], med['node-lmdb-js'])} "
+          f"of getBinary (a Buffer per value each)", end="")
+    if "node-bale-into" in med:
+        print(f", getInto {ratio(med['node-bale-into'], med['node-lmdb-js-fast'])} of getBinaryFast "
+              "(one reused buffer each)", end="")
+    print(" (target ≥ 1.0×).")

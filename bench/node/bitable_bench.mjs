@@ -7,6 +7,7 @@
 // ENGINE:
 //   bale      BitableWriter.append + finishSync({durable: false}),
 //             Bitable.openSync + getSync (a Buffer per value)
+//   bale-into the same build, getInto (one reused buffer)
 //   lmdb-js   one transactionSync of putSync (its default sync at commit),
 //             then getBinary (a Buffer per value) in the same read txn
 //   lmdb-js-fast  the same data, getBinaryFast (one reused buffer)
@@ -45,7 +46,7 @@ const order = Array.from({ length: n }, () => keys[Number(next() % BigInt(n))])
 fs.rmSync(work, { recursive: true, force: true })
 fs.mkdirSync(work, { recursive: true })
 let build, lookup, cs = 0, size
-if (engine === 'bale') {
+if (engine === 'bale' || engine === 'bale-into') {
   const { Bitable, BitableWriter } = require('../../bindings/node/index.js')
   const file = path.join(work, 't.bitable')
   let t0 = performance.now()
@@ -55,9 +56,11 @@ if (engine === 'bale') {
   build = (performance.now() - t0) / 1000
   size = fs.statSync(file).size
   const t = Bitable.openSync(file)
-  for (let i = 0; i < n / 4; i++) t.getSync(order[i])
+  const buf = Buffer.alloc(64)
+  const get = engine === 'bale' ? (k) => t.getSync(k) : (k) => (t.getInto(k, buf), buf)
+  for (let i = 0; i < n / 4; i++) get(order[i])
   t0 = performance.now()
-  for (let i = 0; i < n; i++) cs += t.getSync(order[i])[0]
+  for (let i = 0; i < n; i++) cs += get(order[i])[0]
   lookup = (performance.now() - t0) / 1000
   t.close()
 } else if (engine === 'lmdb-js' || engine === 'lmdb-js-fast') {
@@ -77,7 +80,7 @@ if (engine === 'bale') {
   lookup = (performance.now() - t0) / 1000
   await db.close()
 } else {
-  console.error(`unknown engine ${engine} (bale, lmdb-js, lmdb-js-fast)`)
+  console.error(`unknown engine ${engine} (bale, bale-into, lmdb-js, lmdb-js-fast)`)
   process.exit(2)
 }
 fs.rmSync(work, { recursive: true, force: true })

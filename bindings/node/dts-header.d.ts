@@ -541,6 +541,14 @@ export interface Bitable {
    * calling thread.
    */
   getSync(key: Key): Buffer | undefined
+  /**
+   * Reads the value of `key` into `target` from byte `offset` (default 0)
+   * on, with no allocation: returns the value's length, or `undefined`
+   * when the key is missing. A value longer than the room left is cut
+   * short (only its first bytes are copied) and the length returned is
+   * still the whole value's, so `n > target.length - offset` tells.
+   */
+  getInto(key: Key, target: Uint8Array, offset?: number): number | undefined
   /** Whether the table holds `key`. */
   has(key: Key): boolean
   /** `[key, value]` pairs within the bounds, in key order (or reversed); values are read whole. */

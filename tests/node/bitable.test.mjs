@@ -201,6 +201,78 @@ describe('round trips', () => {
     assert.ok(reads.every((r) => r.toString() === 'text value'))
     assert.equal(t.stats().completion, 'fast')
   })
+
+  test('getInto reads into the caller\'s buffer and says how long the value is', () => {
+    const file = where()
+    const w = BitableWriter.create(file, { pageSize: 4096 })
+    w.append('a', 'text value')
+    w.append('big', Buffer.alloc(70000, 'y')) // a large value
+    w.append('empty', '')
+    w.finishSync({ durable: false })
+    const t = Bitable.openSync(file, { mmap: false })
+    const buf = Buffer.alloc(16, '.')
+    assert.equal(t.getInto('a', buf), 10)
+    assert.equal(buf.toString(), 'text value......')
+    assert.equal(t.getInto('a', buf, 8), 10) // 8 bytes of room: cut short
+    assert.equal(buf.toString(), 'text valtext val')
+    assert.equal(t.getInto('a', buf, 16), 10) // no room: nothing copied
+    assert.equal(buf.toString(), 'text valtext val')
+    assert.equal(t.getInto('missing', buf), undefined)
+    assert.equal(t.getInto('empty', buf), 0)
+    // A plain Uint8Array at an offset into a larger ArrayBuffer.
+    const backing = new ArrayBuffer(100000)
+    const view = new Uint8Array(backing, 8, 70004)
+    assert.equal(t.getInto('big', view, 4), 70000)
+    assert.equal(Buffer.from(backing, 12, 70000).equals(Buffer.alloc(70000, 'y')), true)
+    assert.equal(new Uint8Array(backing)[11], 0)
+    assert.equal(new Uint8Array(backing)[70012], 0)
+    const small = new Uint8Array(5)
+    assert.equal(t.getInto('big', small), 70000)
+    assert.deepEqual(Buffer.from(small), Buffer.from('yyyyy'))
+    for (const [target, offset] of [['string', 0], [[1, 2], 0], [buf, -1], [buf, 1.5], [buf, 17], [new Uint16Array(4), 0]]) {
+      assert.throws(() => t.getInto('a', target, offset), code('INVALID_ARGUMENT'))
+    }
+    const { getInto } = t
+    assert.throws(() => getInto('a', buf), code('INVALID_ARGUMENT'))
+    // Keys of every kind: small byte keys travel in the slab, the rest as they are.
+    assert.equal(t.getInto(new Uint8Array([0x61]), buf), 10)
+    assert.equal(t.getInto(new Uint8Array([0x61]).buffer, buf), 10) // an ArrayBuffer
+    assert.equal(t.getInto(new DataView(new Uint8Array([0x61]).buffer), buf), 10)
+    assert.equal(t.has(new Uint8Array([0x61])), true)
+    t.close()
+    assert.throws(() => t.getInto('a', buf), code('CLOSED'))
+  })
+})
+
+test('long keys, keys that are views of earlier values, and every read agreeing', () => {
+  const file = where()
+  const w = BitableWriter.create(file, { pageSize: 65536 })
+  const long = Buffer.alloc(9000, 'k') // past the keys that travel in the slab
+  const mid = Buffer.alloc(4096, 'm') // the longest that does
+  w.append('a', 'b')
+  w.append('b', 'c')
+  w.append(long, 'long key')
+  w.append(mid, 'mid key')
+  w.finishSync({ durable: false })
+  const t = Bitable.openSync(file)
+  for (const [k, v] of [[long, 'long key'], [mid, 'mid key'], [Buffer.alloc(9000, 'k').subarray(0, 4097), undefined]]) {
+    assert.equal(t.getSync(k)?.toString(), v)
+    assert.equal(t.has(k), v !== undefined)
+    const into = Buffer.alloc(16)
+    const n = t.getInto(k, into)
+    assert.equal(n, v === undefined ? undefined : v.length)
+    if (v !== undefined) assert.equal(into.subarray(0, n).toString(), v)
+  }
+  // A value returned by getSync is a view of the slab; used as the next key
+  // it is copied within the slab.
+  let k = t.getSync('a')
+  for (let i = 0; i < 3000; i++) {
+    const v = t.getSync(k)
+    assert.equal(v.toString(), 'c', `step ${i}`)
+    assert.equal(t.getSync(v), undefined)
+    k = t.getSync(Buffer.from('a'))
+  }
+  t.close()
 })
 
 describe('errors', () => {

@@ -1,6 +1,6 @@
 'use strict'
 // The JS side of bitables (bitable.rs and the modules beside it):
-// `getSync` through the slab the tree store's `get` uses, `has`, `append`
+// `getSync` through the slab the tree store's `get` uses, `getInto`, `has`, `append`
 // and `add` as plain Node-API calls, the iterator protocols of ranges (the
 // tree store's batch iterators), `createReadStream` for large values, and
 // `appendStream` / `addStream`. Keys and values are bytes: Buffers out,
@@ -9,7 +9,7 @@
 const binding = require('../binding.js')
 const { invalid, describe, optionsOf, onlyKnown, offsetOption, guardReceivers } = require('./args.js')
 const { ENC, DEFAULT } = require('./encoding.js')
-const { viaSlab, BatchIterator, AsyncBatchIterator, MODE, ENTRIES, KEYS, VALUES } = require('./reads.js')
+const { viaSlabKeyed, withSlabKey, BatchIterator, AsyncBatchIterator, MODE, ENTRIES, KEYS, VALUES } = require('./reads.js')
 const { rangeReadable } = require('./streams.js')
 const { isSource } = require('./objects.js')
 
@@ -106,10 +106,20 @@ function addBitables() {
   const fast = binding._bitableFast()
   const t = Bitable.prototype
   t.getSync = function getSync(key) {
-    return viaSlab(fast.getSync, this, key)
+    return viaSlabKeyed(fast.getSync, fast.getSyncK, this, key)
+  }
+  t.getInto = function getInto(key, target, offset) {
+    if (!(target instanceof Uint8Array)) throw invalid(`getInto needs a Buffer or Uint8Array to read into, not ${describe(target)}`)
+    const at = offsetOption(offset, 'offset') ?? 0
+    if (at > target.length) throw invalid(`offset ${at} lies past the end of a ${target.length}-byte target`)
+    // A plain Uint8Array is seen through a Buffer over the same memory.
+    const b = Buffer.isBuffer(target) ? target : Buffer.from(target.buffer, target.byteOffset, target.byteLength)
+    // The native side takes a 32-bit offset.
+    if (at > 0xffffffff) return withSlabKey(fast.getInto, fast.getIntoK, this, key, b.subarray(at), 0)
+    return withSlabKey(fast.getInto, fast.getIntoK, this, key, b, at)
   }
   t.has = function has(key) {
-    return fast.has(this, key)
+    return withSlabKey(fast.has, fast.hasK, this, key)
   }
   t.range = ranged(ENTRIES, 'range')
   t.keys = ranged(KEYS, 'keys')

@@ -29,6 +29,40 @@ function viaSlab(read, self, key) {
   return slab.subarray(at, at + r)
 }
 
+// Byte keys up to this long travel in the slab (`readK(self, keyLength,
+// slab, at)`): copying them here costs less than the native side taking
+// hold of a small Buffer, which V8 keeps inside its heap and must move out
+// first. The value lands right after the key.
+const SLAB_KEY_MAX = 4096
+
+function viaSlabKeyed(read, readK, self, key) {
+  if (!(key instanceof Uint8Array) || key.length > SLAB_KEY_MAX) return viaSlab(read, self, key)
+  if (SLAB - slabAt < SLAB_MIN_ROOM + SLAB_KEY_MAX) {
+    slab = Buffer.allocUnsafeSlow(SLAB)
+    slabAt = 0
+  }
+  const at = slabAt
+  slab.set(key, at)
+  const r = readK(self, key.length, slab, at)
+  if (typeof r !== 'number') return r
+  const v = at + key.length
+  slabAt = (v + r + 7) & ~7
+  return slab.subarray(v, v + r)
+}
+
+// Calls `readK(self, keyLength, slab, at, ...rest)` with a small byte key
+// copied into the free end of the slab (it stays free: the key is not
+// kept), else `read(self, key, ...rest)`.
+function withSlabKey(read, readK, self, key, a, b) {
+  if (!(key instanceof Uint8Array) || key.length > SLAB_KEY_MAX) return read(self, key, a, b)
+  if (SLAB - slabAt < SLAB_KEY_MAX) {
+    slab = Buffer.allocUnsafeSlow(SLAB)
+    slabAt = 0
+  }
+  slab.set(key, slabAt)
+  return readK(self, key.length, slab, slabAt, a, b)
+}
+
 // What a native range yields (the `Mode` of range.rs).
 const ENTRIES = 0
 const KEYS = 1
@@ -188,4 +222,4 @@ Range.prototype.toArray = function toArray() {
   return Array.from(this)
 }
 
-module.exports = { addReads, viaSlab, BatchIterator, AsyncBatchIterator, MODE, ENTRIES, KEYS, VALUES }
+module.exports = { addReads, viaSlab, viaSlabKeyed, withSlabKey, BatchIterator, AsyncBatchIterator, MODE, ENTRIES, KEYS, VALUES }

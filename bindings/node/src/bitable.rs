@@ -428,6 +428,79 @@ unsafe extern "C" fn get_sync(env: sys::napi_env, info: sys::napi_callback_info)
     }
 }
 
+/// The key lib/bitable.js copied into `slab` at `at` (`len` bytes) and
+/// the room after it. Small keys come this way: copying them in JS costs
+/// less than the native side taking hold of a small Buffer, which V8
+/// keeps inside its heap and must move out first.
+fn slab_key<'s>(env: &Env, slab: &'s mut [u8], at: u32, len: u32) -> Result<(&'s [u8], &'s mut [u8])> {
+    let (at, end) = (at as usize, at as usize + len as usize);
+    if end > slab.len() {
+        return Err(error::to_napi(env.raw(), &error::invalid("the key lies outside the slab")));
+    }
+    let (head, room) = slab.split_at_mut(end);
+    Ok((&head[at..], room))
+}
+
+/// `getSyncK(table, keyLength, slab, at)`: `getSync` of the key at `at`;
+/// the value lands right after it.
+unsafe extern "C" fn get_sync_k(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    // SAFETY: called by Node with this callback's env and info.
+    unsafe {
+        js::callback::<4>(env, info, |env, [h, n, s, a], _| {
+            let me = handle(env, h)?;
+            let (len, at) = (u32::from_napi_value(env.raw(), n)?, u32::from_napi_value(env.raw(), a)?);
+            let mut slab = BufferSlice::from_napi_value(env.raw(), s)?;
+            let (key, room) = slab_key(env, &mut slab, at, len)?;
+            me.with(env, |t| read_into(env, t, key, room))
+        })
+    }
+}
+
+/// Copies as much of the value of `key` as fits into `room` and returns
+/// the value's whole length (`undefined` when missing).
+fn copy_prefix(env: &Env, t: &core::Bitable, key: &[u8], room: &mut [u8]) -> Result<sys::napi_value> {
+    let Some(v) = t.get(key).or_throw(env)? else { return js::undefined(env.raw()) };
+    let n = v.len().min(room.len() as u64) as usize;
+    match &v {
+        Value::Inline(b) => room[..n].copy_from_slice(&b[..n]),
+        Value::Large(l) => fill(l, &mut room[..n]).or_throw(env)?,
+    }
+    js::number(env.raw(), v.len() as f64)
+}
+
+/// `getInto(table, key, target, at)`: as much of the value as fits lands
+/// in `target` from byte `at` on; the value's whole length is returned
+/// (more than was copied when it did not fit), `undefined` when missing.
+unsafe extern "C" fn get_into(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    // SAFETY: called by Node with this callback's env and info.
+    unsafe {
+        js::callback::<4>(env, info, |env, [h, k, s, a], _| {
+            let me = handle(env, h)?;
+            let key = Bytes::from_napi_value(env.raw(), k)?;
+            let (mut target, at) = (BufferSlice::from_napi_value(env.raw(), s)?, u32::from_napi_value(env.raw(), a)?);
+            let room = target.get_mut(at as usize..).unwrap_or(&mut []);
+            me.with(env, |t| copy_prefix(env, t, &key, room))
+        })
+    }
+}
+
+/// `getIntoK(table, keyLength, slab, keyAt, target, at)`: `getInto` of
+/// the key in the slab.
+unsafe extern "C" fn get_into_k(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    // SAFETY: called by Node with this callback's env and info.
+    unsafe {
+        js::callback::<6>(env, info, |env, [h, n, s, ka, g, a], _| {
+            let me = handle(env, h)?;
+            let (len, key_at) = (u32::from_napi_value(env.raw(), n)?, u32::from_napi_value(env.raw(), ka)?);
+            let mut slab = BufferSlice::from_napi_value(env.raw(), s)?;
+            let (key, _) = slab_key(env, &mut slab, key_at, len)?;
+            let (mut target, at) = (BufferSlice::from_napi_value(env.raw(), g)?, u32::from_napi_value(env.raw(), a)?);
+            let room = target.get_mut(at as usize..).unwrap_or(&mut []);
+            me.with(env, |t| copy_prefix(env, t, key, room))
+        })
+    }
+}
+
 /// `has(table, key)`.
 unsafe extern "C" fn has(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     // SAFETY: called by Node with this callback's env and info.
@@ -441,14 +514,34 @@ unsafe extern "C" fn has(env: sys::napi_env, info: sys::napi_callback_info) -> s
     }
 }
 
-/// `{ getSync, has, append, add }` as functions for lib/bitable.js.
+/// `hasK(table, keyLength, slab, at)`: `has` of the key in the slab.
+unsafe extern "C" fn has_k(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    // SAFETY: called by Node with this callback's env and info.
+    unsafe {
+        js::callback::<4>(env, info, |env, [h, n, s, a], _| {
+            let me = handle(env, h)?;
+            let (len, at) = (u32::from_napi_value(env.raw(), n)?, u32::from_napi_value(env.raw(), a)?);
+            let mut slab = BufferSlice::from_napi_value(env.raw(), s)?;
+            let (key, _) = slab_key(env, &mut slab, at, len)?;
+            let found = me.with(env, |t| t.get(key).map(|v| v.is_some()).or_throw(env))?;
+            js::boolean(env.raw(), found)
+        })
+    }
+}
+
+/// The reads (each also with the key in the slab: `…K`), `append` and
+/// `add` as functions for lib/bitable.js.
 #[napi(js_name = "_bitableFast", skip_typescript)]
 pub fn bitable_fast(env: Env) -> Result<Raw> {
     let raw = env.raw();
     let f = |name, cb| js::function(raw, name, cb, std::ptr::null_mut());
     let fns = [
         (c"getSync", f(c"getSync", get_sync)?),
+        (c"getSyncK", f(c"getSyncK", get_sync_k)?),
+        (c"getInto", f(c"getInto", get_into)?),
+        (c"getIntoK", f(c"getIntoK", get_into_k)?),
         (c"has", f(c"has", has)?),
+        (c"hasK", f(c"hasK", has_k)?),
         (c"append", f(c"append", crate::bitable_build::append)?),
         (c"add", f(c"add", crate::bitable_build::add)?),
     ];
