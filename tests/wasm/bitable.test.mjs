@@ -7,14 +7,14 @@
 // (tests/browser/chromium.test.mjs).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { closeSync, copyFileSync, fstatSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, copyFileSync, fstatSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { Bitable, bitableFormatVersion } from '../../bindings/wasm/js/node.js';
 import { canonical, runBitableCorpus, runQueries } from './corpus.js';
 import { bale } from './cli.mjs';
-import { CORPUS, assertBaleError, expected, hex, manifest } from './helpers.mjs';
+import { CORPUS, assertBaleError, expected, hex, manifest, readerOf } from './helpers.mjs';
 
 const bitableCase = (id) => manifest.bitable_cases.find((c) => c.id === id);
 const caseFile = (id) => join(CORPUS, bitableCase(id).file);
@@ -23,20 +23,7 @@ const fromBytes = (c, options) => Bitable.fromBytes(readFileSync(join(CORPUS, c.
 /** A table over a file read lazily with fs.readSync; `close()` closes the file. */
 function openLazy(path, options) {
   const fd = openSync(path, 'r');
-  const table = Bitable.fromReader(
-    fstatSync(fd).size,
-    (offset, length) => {
-      const buf = new Uint8Array(length);
-      let got = 0;
-      while (got < length) {
-        const n = readSync(fd, buf, got, length - got, offset + got);
-        if (n === 0) break;
-        got += n;
-      }
-      return buf.subarray(0, got);
-    },
-    options,
-  );
+  const table = Bitable.fromReader(fstatSync(fd).size, readerOf(fd), options);
   return { table, close: () => closeSync(fd) };
 }
 

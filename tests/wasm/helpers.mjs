@@ -17,28 +17,26 @@ export const manifest = JSON.parse(readFileSync(join(CORPUS, 'manifest.json'), '
 export const expected = (c) => JSON.parse(readFileSync(join(CORPUS, c.expect), 'utf8'));
 export const caseBytes = (id) => readFileSync(join(CORPUS, manifest.cases.find((c) => c.id === id).file));
 
+/** A read function over `fd` for `fromReader` (whole reads, short at the end). */
+export const readerOf = (fd, onRead = () => {}) => (offset, length) => {
+  onRead(offset, length);
+  const buf = new Uint8Array(length);
+  let got = 0;
+  while (got < length) {
+    const n = readSync(fd, buf, got, length - got, offset + got);
+    if (n === 0) break;
+    got += n;
+  }
+  return buf.subarray(0, got);
+};
+
 /**
  * A store over a file read lazily with fs.readSync; `onRead(offset, length)`
  * sees every read of the file.
  */
 export function openLazy(path, options, onRead = () => {}) {
   const fd = openSync(path, 'r');
-  const size = fstatSync(fd).size;
-  const store = Store.fromReader(
-    size,
-    (offset, length) => {
-      onRead(offset, length);
-      const buf = new Uint8Array(length);
-      let got = 0;
-      while (got < length) {
-        const n = readSync(fd, buf, got, length - got, offset + got);
-        if (n === 0) break;
-        got += n;
-      }
-      return buf.subarray(0, got);
-    },
-    options,
-  );
+  const store = Store.fromReader(fstatSync(fd).size, readerOf(fd, onRead), options);
   return { store, close: () => closeSync(fd) };
 }
 
