@@ -364,28 +364,43 @@ fn build(ctx: &Ctx, a: BuildArgs) -> Result<u8, Failure> {
     }
     pb.set_message(if a.unsorted { "merging" } else { "finishing" });
     let s = sink.finish(a.layout.completion())?;
-    pb.finish_and_clear();
-    let secs = started.elapsed().as_secs_f64();
-    if ctx.json {
-        print_json(&json!({
-            "table": a.out.display().to_string(),
-            "records": n,
-            "entries": s.entries,
-            "bytes": bytes,
-            "file_bytes": s.file_bytes,
-            "depth": s.depth,
-            "durable": !a.layout.fast,
-            "seconds": secs,
-        }))?;
-    } else {
-        println!(
+    let json = json!({
+        "table": a.out.display().to_string(),
+        "records": n,
+        "entries": s.entries,
+        "bytes": bytes,
+        "file_bytes": s.file_bytes,
+        "depth": s.depth,
+        "durable": !a.layout.fast,
+    });
+    report_written(ctx, pb, started, json, |secs| {
+        format!(
             "built {} with {} pairs from {} records ({} of keys and values, {} on disk) in {secs:.2} s",
             a.out.display(),
             grouped(s.entries),
             grouped(n),
             human_bytes(bytes),
             human_bytes(s.file_bytes)
-        );
+        )
+    })
+}
+
+/// The end of a command that wrote a table: the progress bar cleared, then
+/// `json` (with the seconds taken) under `--json`, else `text(seconds)`.
+fn report_written(
+    ctx: &Ctx,
+    pb: indicatif::ProgressBar,
+    started: Instant,
+    mut json: serde_json::Value,
+    text: impl FnOnce(f64) -> String,
+) -> Result<u8, Failure> {
+    pb.finish_and_clear();
+    let secs = started.elapsed().as_secs_f64();
+    if ctx.json {
+        json["seconds"] = json!(secs);
+        print_json(&json)?;
+    } else {
+        println!("{}", text(secs));
     }
     Ok(exit::OK)
 }
@@ -523,27 +538,22 @@ fn merge(ctx: &Ctx, a: MergeArgs) -> Result<u8, Failure> {
     let pb = progress::busy(&format!("merging {} pairs", grouped(total)));
     merge_into(&inputs, &mut w, a.duplicates.policy())?;
     let s = w.finish(a.layout.completion())?;
-    pb.finish_and_clear();
-    let secs = started.elapsed().as_secs_f64();
-    if ctx.json {
-        print_json(&json!({
-            "table": a.out.display().to_string(),
-            "inputs": a.inputs.len(),
-            "input_pairs": total,
-            "entries": s.entries,
-            "file_bytes": s.file_bytes,
-            "seconds": secs,
-        }))?;
-    } else {
-        println!(
+    let json = json!({
+        "table": a.out.display().to_string(),
+        "inputs": a.inputs.len(),
+        "input_pairs": total,
+        "entries": s.entries,
+        "file_bytes": s.file_bytes,
+    });
+    report_written(ctx, pb, started, json, |secs| {
+        format!(
             "merged {} tables ({} pairs) into {} with {} pairs in {secs:.2} s",
             a.inputs.len(),
             grouped(total),
             a.out.display(),
             grouped(s.entries)
-        );
-    }
-    Ok(exit::OK)
+        )
+    })
 }
 
 fn export(ctx: &Ctx, a: ExportArgs) -> Result<u8, Failure> {
@@ -559,26 +569,21 @@ fn export(ctx: &Ctx, a: ExportArgs) -> Result<u8, Failure> {
         f
     })?;
     let s = w.finish(a.layout.completion())?;
-    pb.finish_and_clear();
-    let secs = started.elapsed().as_secs_f64();
-    if ctx.json {
-        print_json(&json!({
-            "table": a.out.display().to_string(),
-            "entries": s.entries,
-            "file_bytes": s.file_bytes,
-            "depth": s.depth,
-            "seconds": secs,
-        }))?;
-    } else {
-        println!(
+    let json = json!({
+        "table": a.out.display().to_string(),
+        "entries": s.entries,
+        "file_bytes": s.file_bytes,
+        "depth": s.depth,
+    });
+    report_written(ctx, pb, started, json, |secs| {
+        format!(
             "exported {} pairs of {} into {} ({}) in {secs:.2} s",
             grouped(s.entries),
             a.tree.display(),
             a.out.display(),
             human_bytes(s.file_bytes)
-        );
-    }
-    Ok(exit::OK)
+        )
+    })
 }
 
 fn stat(ctx: &Ctx, path: &Path) -> Result<u8, Failure> {
