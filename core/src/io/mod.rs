@@ -8,6 +8,8 @@ use crate::error::Result;
 
 #[cfg(unix)]
 pub(crate) mod file;
+#[doc(hidden)]
+pub mod locks;
 mod lockset;
 mod memory;
 #[cfg(unix)]

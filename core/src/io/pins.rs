@@ -1,6 +1,5 @@
 //! A file handle's snapshot pins (FORMAT.md, "Locks"): a count per commit
-//! and the shared OFD lock that shows the pin to other handles and
-//! processes.
+//! and the shared lock that shows the pin to other handles and processes.
 //!
 //! When the last snapshot of a commit ends, its lock is kept for a moment
 //! (an idle pin) instead of dropped: a caller taking one snapshot per read
@@ -10,19 +9,19 @@
 //! safe; a process-wide thread drops idle pins that stay unused for one
 //! to two `IDLE` periods, so an idle handle does not hold back a writer.
 
-use std::fs::File;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
-use super::file::{PIN_BASE, ofd};
+use super::file::PIN_BASE;
+use super::locks::{LockHandle, LockKind};
 use crate::error::Result;
 
 /// How long an unused idle pin may stay (at least this, at most twice).
 const IDLE: Duration = Duration::from_millis(2);
 
 pub(crate) struct PinTable {
-    /// The description the pin locks are taken on.
-    file: File,
+    /// The handle the pin locks are taken on.
+    file: LockHandle,
     state: Mutex<PinState>,
 }
 
@@ -43,16 +42,16 @@ fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn lock(file: &File, txn: u64) -> Result<()> {
-    ofd::set(file, libc::F_RDLCK as i16, PIN_BASE + txn, 1, true).map(|_| ())
+fn lock(file: &LockHandle, txn: u64) -> Result<()> {
+    file.set(LockKind::Shared, PIN_BASE + txn, 1, true).map(|_| ())
 }
 
-fn unlock(file: &File, txn: u64) {
-    let _ = ofd::unlock(file, PIN_BASE + txn, 1);
+fn unlock(file: &LockHandle, txn: u64) {
+    let _ = file.unlock(PIN_BASE + txn, 1);
 }
 
 impl PinTable {
-    pub fn new(file: File) -> Arc<PinTable> {
+    pub fn new(file: LockHandle) -> Arc<PinTable> {
         Arc::new(PinTable { file, state: Mutex::new(PinState::default()) })
     }
 

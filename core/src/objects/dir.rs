@@ -61,7 +61,7 @@ mod fs {
 
     use super::{Dir, DirLock, LockMode};
     use crate::error::{Error, ErrorKind, Result};
-    use crate::io::file::ofd;
+    use crate::io::locks::{LockHandle, LockKind};
     use crate::io::{FileStorage, Storage, eof_error, file_options};
 
     /// A store directory on the local file system.
@@ -89,16 +89,22 @@ mod fs {
     /// A plain file: one descriptor, positioned i/o, and an exclusive lock
     /// on byte 0 that marks a staging file as in use by its writer.
     struct PlainFile {
-        file: File,
+        file: LockHandle,
+    }
+
+    impl PlainFile {
+        fn storage(file: File) -> Result<Arc<dyn Storage>> {
+            Ok(Arc::new(PlainFile { file: LockHandle::new(file)? }))
+        }
     }
 
     impl Storage for PlainFile {
         fn len(&self) -> Result<u64> {
-            Ok(self.file.metadata().map_err(|e| Error::io("cannot stat a pack file", e))?.len())
+            Ok(self.file.file().metadata().map_err(|e| Error::io("cannot stat a pack file", e))?.len())
         }
 
         fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-            match self.file.read_exact_at(buf, offset) {
+            match self.file.file().read_exact_at(buf, offset) {
                 Ok(()) => Ok(()),
                 Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
                     Err(eof_error(offset, buf.len(), self.len().unwrap_or(0)))
@@ -108,11 +114,11 @@ mod fs {
         }
 
         fn write_all_at(&self, data: &[u8], offset: u64) -> Result<()> {
-            self.file.write_all_at(data, offset).map_err(|e| Error::io("write failed", e))
+            self.file.file().write_all_at(data, offset).map_err(|e| Error::io("write failed", e))
         }
 
         fn sync(&self) -> Result<()> {
-            self.file.sync_data().map_err(|e| Error::io("fdatasync failed", e))
+            self.file.file().sync_data().map_err(|e| Error::io("fdatasync failed", e))
         }
 
         #[cfg(target_os = "linux")]
@@ -121,12 +127,17 @@ mod fs {
             // Only starts the writes; the sync that follows still waits for
             // them (and reports their errors), so a failure here is moot.
             unsafe {
-                libc::sync_file_range(self.file.as_raw_fd(), offset as i64, len as i64, libc::SYNC_FILE_RANGE_WRITE);
+                libc::sync_file_range(
+                    self.file.file().as_raw_fd(),
+                    offset as i64,
+                    len as i64,
+                    libc::SYNC_FILE_RANGE_WRITE,
+                );
             }
         }
 
         fn lock_writer(&self, wait: bool) -> Result<()> {
-            if ofd::set(&self.file, libc::F_WRLCK as i16, 0, 1, wait)? {
+            if self.file.set(LockKind::Exclusive, 0, 1, wait)? {
                 Ok(())
             } else {
                 Err(Error::new(ErrorKind::Locked, "the file is in use by another writer"))
@@ -134,7 +145,7 @@ mod fs {
         }
 
         fn unlock_writer(&self) {
-            let _ = ofd::unlock(&self.file, 0, 1);
+            let _ = self.file.unlock(0, 1);
         }
 
         fn pin(&self, _txn: u64) -> Result<()> {
@@ -148,20 +159,20 @@ mod fs {
         }
     }
 
-    /// Lock bytes `base + byte` of one file, on a description of their own.
+    /// Lock bytes `base + byte` of one file, on a handle of their own.
     struct FsLock {
-        file: File,
+        file: LockHandle,
         base: u64,
     }
 
     impl DirLock for FsLock {
         fn set(&self, byte: u64, mode: LockMode, wait: bool) -> Result<bool> {
-            let kind = match mode {
-                LockMode::Unlocked => libc::F_UNLCK,
-                LockMode::Shared => libc::F_RDLCK,
-                LockMode::Exclusive => libc::F_WRLCK,
-            } as i16;
-            ofd::set(&self.file, kind, self.base + byte, 1, wait)
+            let at = self.base + byte;
+            match mode {
+                LockMode::Unlocked => self.file.unlock(at, 1).map(|()| true),
+                LockMode::Shared => self.file.set(LockKind::Shared, at, 1, wait),
+                LockMode::Exclusive => self.file.set(LockKind::Exclusive, at, 1, wait),
+            }
         }
     }
 
@@ -169,14 +180,14 @@ mod fs {
     /// single-file store's own file).
     pub(crate) fn file_lock(path: &Path, base: u64) -> Result<Box<dyn DirLock>> {
         let file = OpenOptions::new().read(true).write(true).open(path).map_err(|e| io_err(path, "open", e))?;
-        Ok(Box::new(FsLock { file, base }))
+        Ok(Box::new(FsLock { file: LockHandle::new(file)?, base }))
     }
 
     impl Dir for FsDir {
         fn open(&self, name: &str, writable: bool) -> Result<Arc<dyn Storage>> {
             let p = self.path(name);
             let file = OpenOptions::new().read(true).write(writable).open(&p).map_err(|e| io_err(&p, "open", e))?;
-            Ok(Arc::new(PlainFile { file }))
+            PlainFile::storage(file)
         }
 
         fn create_new(&self, name: &str) -> Result<Arc<dyn Storage>> {
@@ -187,7 +198,7 @@ mod fs {
                 .create_new(true)
                 .open(&p)
                 .map_err(|e| io_err(&p, "create", e))?;
-            Ok(Arc::new(PlainFile { file }))
+            PlainFile::storage(file)
         }
 
         fn open_index(&self, name: &str, create: bool, readonly: bool) -> Result<Arc<dyn Storage>> {
@@ -231,9 +242,11 @@ mod fs {
 
         fn truncate(&self, name: &str, len: u64) -> Result<()> {
             let p = self.path(name);
-            let f = OpenOptions::new().write(true).open(&p).map_err(|e| io_err(&p, "open", e))?;
-            f.set_len(len).map_err(|e| io_err(&p, "truncate", e))?;
-            f.sync_all().map_err(|e| io_err(&p, "sync", e))
+            // A lock handle, though it locks nothing: the file may be one
+            // this process holds locks on (io/locks).
+            let f = LockHandle::new(OpenOptions::new().write(true).open(&p).map_err(|e| io_err(&p, "open", e))?)?;
+            f.file().set_len(len).map_err(|e| io_err(&p, "truncate", e))?;
+            f.file().sync_all().map_err(|e| io_err(&p, "sync", e))
         }
 
         fn rename(&self, from: &str, to: &str) -> Result<()> {
@@ -256,7 +269,7 @@ mod fs {
                 .truncate(false)
                 .open(&p)
                 .map_err(|e| io_err(&p, "open", e))?;
-            Ok(Box::new(FsLock { file, base: 0 }))
+            Ok(Box::new(FsLock { file: LockHandle::new(file)?, base: 0 }))
         }
 
         fn display(&self) -> String {
