@@ -6,7 +6,7 @@ CARGO ?= cargo
 BINDING_TESTS :=
 include $(wildcard make/*.mk)
 
-.PHONY: demo test test-rust lint corpus-check corpus crash-long bench bench-percall bench-objects bench-bitable deps
+.PHONY: demo test test-rust test-posix-locks lint corpus-check corpus crash-long bench bench-percall bench-objects bench-bitable deps
 
 deps:
 	@command -v cargo >/dev/null || { echo "cargo is missing: install rustup (https://rustup.rs)"; exit 1; }
@@ -16,7 +16,7 @@ demo: deps
 	$(CARGO) build --release --locked -p bale-cli
 	./scripts/demo.sh $${CARGO_TARGET_DIR:-target}/release/bale
 
-test: deps lint corpus-check test-rust $(BINDING_TESTS)
+test: deps lint corpus-check test-rust test-posix-locks $(BINDING_TESTS)
 
 # Regenerates the current-version corpus in memory and fails on any byte of drift.
 corpus-check:
@@ -34,6 +34,17 @@ lint:
 # build them (see make/*.mk).
 test-rust:
 	$(CARGO) test --workspace --locked --exclude bale-python --exclude bale-node --exclude bale-wasm
+
+# The POSIX fcntl locks and per-process table of Unix systems without OFD
+# locks (macOS, the BSDs; core/src/io/locks/posix.rs), on Linux through the
+# core's posix-locks feature: every suite that locks across handles,
+# threads or processes, and the CLI's lock tests (they run the CLI binary,
+# built with the same feature).
+POSIX_LOCK_SUITES := locks file multiprocess kill pin_race idle_pins idle_pins_fork \
+	objects_handles objects_multiprocess objects_kill objects_staging_race objects_threads objects_pack
+test-posix-locks:
+	$(CARGO) test --locked -p bale --features posix-locks --lib $(addprefix --test ,$(POSIX_LOCK_SUITES))
+	$(CARGO) test --locked -p bale-cli --features bale/posix-locks --test cli --test obj -- lock
 
 crash-long:
 	BALE_CRASH_IMAGES=100000 $(CARGO) test --release --locked -p bale --test crash -- --nocapture

@@ -2,12 +2,17 @@
 //!
 //! A [`LockHandle`] owns one open file. Its locks belong to the handle, not
 //! to the process: another handle on the same file, in this process or
-//! another, conflicts with them, never shares them, and closing it never
-//! releases them. The operating system drops them when the process ends,
-//! however it ends. Each mechanism lives in a file of its own:
+//! another, conflicts with them (or shares a shared one), sees them in a
+//! probe, and never releases them by closing. The operating system drops
+//! them when the process ends, however it ends. Each mechanism lives in a
+//! file of its own, as a `Handle` with the five methods of [`LockHandle`]:
 //!
 //! - `ofd.rs`: Linux open-file-description locks, which have exactly this
 //!   meaning.
+//! - `posix.rs`: every other Unix. POSIX `fcntl` locks belong to the
+//!   process instead, so a table per process gives them this meaning. The
+//!   `posix-locks` feature takes this path on Linux too, so that tests run
+//!   it with real processes.
 //! - `none.rs`: elsewhere, no cross-process locks (FORMAT.md).
 //!
 //! Locked ranges lie far past any data (offsets up to 2^63 − 1), so they
@@ -17,14 +22,19 @@ use std::fs::File;
 
 use crate::error::{Error, Result};
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(feature = "posix-locks")))]
 mod ofd;
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(feature = "posix-locks")))]
 use ofd as imp;
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(all(unix, any(not(target_os = "linux"), feature = "posix-locks")))]
+mod posix;
+#[cfg(all(unix, any(not(target_os = "linux"), feature = "posix-locks")))]
+use posix as imp;
+
+#[cfg(not(unix))]
 mod none;
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(unix))]
 use none as imp;
 
 /// How a range is locked.
@@ -65,12 +75,14 @@ impl LockHandle {
         self.0.unlock(start, len)
     }
 
-    /// The start of some lock that another handle (of this or another
-    /// process) holds on `len` bytes from `start`, or None. This handle's
-    /// own locks are never reported.
+    /// The first byte, in `len` bytes from `start`, of some lock that
+    /// another handle (of this or another process) holds there, or None.
+    /// Not necessarily the lowest such byte. This handle's own locks are
+    /// never reported.
     pub fn probe(&self, start: u64, len: u64) -> Result<Option<u64>> {
         check_range(start, len)?;
-        self.0.probe(start, len)
+        // A lock reported whole may begin before the range.
+        Ok(self.0.probe(start, len)?.map(|at| at.max(start)))
     }
 }
 
@@ -83,56 +95,72 @@ fn check_range(start: u64, len: u64) -> Result<()> {
     }
 }
 
+/// `l_type` values: the constants are c_int on Linux, c_short elsewhere.
+#[cfg(unix)]
+const UNLOCK: libc::c_short = libc::F_UNLCK as libc::c_short;
+#[cfg(unix)]
+const READ: libc::c_short = libc::F_RDLCK as libc::c_short;
+#[cfg(unix)]
+const WRITE: libc::c_short = libc::F_WRLCK as libc::c_short;
+
 /// An fcntl lock request: `l_type` over `len` bytes from `start`.
-#[cfg(target_os = "linux")]
-fn flock(l_type: i32, start: u64, len: u64) -> libc::flock {
+#[cfg(unix)]
+fn flock(l_type: libc::c_short, start: u64, len: u64) -> libc::flock {
     // SAFETY: flock is a plain C struct; all-zero is a valid value (and
     // l_pid must be 0 for OFD requests).
     let mut fl: libc::flock = unsafe { std::mem::zeroed() };
-    fl.l_type = l_type as _;
+    fl.l_type = l_type;
     fl.l_whence = libc::SEEK_SET as _;
     fl.l_start = start as libc::off_t;
     fl.l_len = len as libc::off_t;
     fl
 }
 
-#[cfg(target_os = "linux")]
-fn l_type(kind: LockKind) -> i32 {
+#[cfg(unix)]
+fn l_type(kind: LockKind) -> libc::c_short {
     match kind {
-        LockKind::Shared => libc::F_RDLCK,
-        LockKind::Exclusive => libc::F_WRLCK,
+        LockKind::Shared => READ,
+        LockKind::Exclusive => WRITE,
     }
 }
 
-/// One fcntl set-lock command; Ok(false) when a non-blocking `cmd` finds
-/// the range held elsewhere.
-#[cfg(target_os = "linux")]
-fn fcntl_set(file: &File, cmd: i32, blocking: bool, l_type: i32, start: u64, len: u64) -> Result<bool> {
+/// One fcntl set-lock command, again when a signal interrupts it.
+#[cfg(unix)]
+fn fcntl_raw(file: &File, cmd: i32, l_type: libc::c_short, start: u64, len: u64) -> std::io::Result<()> {
     use std::os::fd::AsRawFd;
     let fl = flock(l_type, start, len);
     loop {
         // SAFETY: the fd is valid for the life of `file`; fl is a valid flock.
         if unsafe { libc::fcntl(file.as_raw_fd(), cmd, &fl) } == 0 {
-            return Ok(true);
+            return Ok(());
         }
         let e = std::io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::EINTR) => continue,
-            Some(libc::EAGAIN) | Some(libc::EACCES) if !blocking => return Ok(false),
-            _ => return Err(Error::io("file lock failed", e)),
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
         }
+    }
+}
+
+/// One fcntl set-lock command; Ok(false) when a non-blocking `cmd` finds
+/// the range held elsewhere.
+#[cfg(unix)]
+fn fcntl_set(file: &File, cmd: i32, blocking: bool, l_type: libc::c_short, start: u64, len: u64) -> Result<bool> {
+    match fcntl_raw(file, cmd, l_type, start, len) {
+        Ok(()) => Ok(true),
+        Err(e) if !blocking && matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EACCES)) => Ok(false),
+        Err(e) => Err(Error::io("file lock failed", e)),
     }
 }
 
 /// One fcntl get-lock command: the start of a lock another owner holds on
 /// the range that a write lock would conflict with.
-#[cfg(target_os = "linux")]
+#[cfg(unix)]
 fn fcntl_get(file: &File, cmd: i32, start: u64, len: u64) -> Result<Option<u64>> {
     use std::os::fd::AsRawFd;
-    let mut fl = flock(libc::F_WRLCK, start, len);
+    let mut fl = flock(WRITE, start, len);
     // SAFETY: as above; the get command writes into fl.
     if unsafe { libc::fcntl(file.as_raw_fd(), cmd, &mut fl) } != 0 {
         return Err(Error::io("file lock probe failed", std::io::Error::last_os_error()));
     }
-    if i32::from(fl.l_type) == libc::F_UNLCK { Ok(None) } else { Ok(Some(fl.l_start as u64)) }
+    if fl.l_type == UNLOCK { Ok(None) } else { Ok(Some(fl.l_start as u64)) }
 }

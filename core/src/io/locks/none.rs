@@ -1,5 +1,5 @@
-//! Systems without OFD locks: no cross-process locks at all (FORMAT.md,
-//! "Locks"); the in-process gates of the callers still hold.
+//! Systems with no lock mechanism here yet: no cross-process locks at all
+//! (FORMAT.md, "Locks"); the in-process gates of the callers still hold.
 
 use std::fs::File;
 

@@ -4,7 +4,7 @@
 
 use std::fs::File;
 
-use super::{LockKind, fcntl_get, fcntl_set, l_type};
+use super::{LockKind, UNLOCK, fcntl_get, fcntl_set, l_type};
 use crate::error::Result;
 
 pub(super) struct Handle {
@@ -26,7 +26,7 @@ impl Handle {
     }
 
     pub fn unlock(&self, start: u64, len: u64) -> Result<()> {
-        fcntl_set(&self.file, libc::F_OFD_SETLK, false, libc::F_UNLCK, start, len).map(|_| ())
+        fcntl_set(&self.file, libc::F_OFD_SETLK, false, UNLOCK, start, len).map(|_| ())
     }
 
     pub fn probe(&self, start: u64, len: u64) -> Result<Option<u64>> {
