@@ -11,7 +11,8 @@
 #   make wasm-inspector  build, then serve the inspector page on 127.0.0.1
 #
 # Installs when missing: the wasm32 target, the wasm-bindgen CLI of the
-# version Cargo.lock pins, Debian's chromium, and playwright-core (npm ci).
+# version Cargo.lock pins, Debian's chromium, and playwright-core (the
+# workspace's npm install, make/npm.mk).
 # Nothing is skipped: a missing browser or corpus fails the run.
 
 BINDING_TESTS += test-wasm
@@ -21,7 +22,6 @@ WASM_PKG := $(WASM_DIR)/pkg
 WASM_TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 WASM_ARTIFACT := $(WASM_TARGET_DIR)/wasm32-unknown-unknown/release/bale_wasm.wasm
 WASM_BINDGEN_VERSION = $(shell grep -A1 '^name = "wasm-bindgen"$$' Cargo.lock | sed -n 's/^version = "\(.*\)"/\1/p')
-WASM_TESTS := $(wildcard tests/wasm/*.test.mjs) tests/browser/chromium.test.mjs
 
 .PHONY: test-wasm wasm-pkg wasm-tools wasm-target wasm-inspector lint-wasm
 
@@ -43,16 +43,14 @@ wasm-tools: wasm-target
 	fi
 	@command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
 
-# playwright-core only; no browser download (the tests use Debian's chromium).
-$(WASM_DIR)/node_modules/.package-lock.json: $(WASM_DIR)/package.json $(WASM_DIR)/package-lock.json
-	cd $(WASM_DIR) && npm ci --no-audit --no-fund
-
 wasm-pkg: wasm-tools
 	$(CARGO) build -p bale-wasm --target wasm32-unknown-unknown --release --locked
 	wasm-bindgen --target web --out-dir $(WASM_PKG) $(WASM_ARTIFACT)
 
-test-wasm: wasm-pkg $(WASM_DIR)/node_modules/.package-lock.json
-	node --test $(WASM_TESTS)
+# The suites are the root package.json's test:wasm (tests/wasm and the
+# headless-Chromium one); playwright-core downloads no browser.
+test-wasm: wasm-pkg npm-deps
+	npm run --silent test:wasm
 
 wasm-inspector: wasm-pkg
 	@echo "bale inspector: http://127.0.0.1:8765/www/ (Ctrl-C to stop)"

@@ -5,13 +5,16 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const WASM = resolve(HERE, '../../bindings/wasm');
-const TSC = join(WASM, 'node_modules/typescript/bin/tsc');
+// The package's dev dependency, wherever npm put it (the workspace root
+// hoists it).
+const TSC = createRequire(join(WASM, 'package.json')).resolve('typescript/bin/tsc');
 
 test('the types accept the documented usage and refuse wrong calls', () => {
   const dir = mkdtempSync(join(tmpdir(), 'bale-wasm-types-'));
