@@ -2,11 +2,22 @@
 # napi build (release addon + generated index.d.ts), tsc --noEmit on the
 # typed test files, then the node:test suites in tests/node (ES modules and
 # CommonJS; they import 'bale' through its exports map, linked by name in the
-# root node_modules).
+# root node_modules), with tests/node/packages.test.mjs installing the npm
+# packages from their tarballs into fresh projects.
+#
+#   make node-packages  the tarballs a release publishes, in $(NODE_PACK_DIR):
+#                       bale, bale-linux-x64-gnu (this build's addon) and,
+#                       when NODE_WIN32_X64 names its addon, bale-win32-x64
+#
+# NODE_WIN32_X64 is the path of the x86_64-pc-windows-gnu build of the addon
+# for the bale-win32-x64 package. Unset, the package test packs that package
+# with a placeholder and checks its layout only.
 NODE_PKG := bindings/node
+NODE_WIN32_X64 ?=
+NODE_PACK_DIR ?= $(or $(CARGO_TARGET_DIR),target)/npm
 BINDING_TESTS += test-node
 
-.PHONY: test-node node-deps node-build bench-node
+.PHONY: test-node node-deps node-build node-packages bench-node
 
 node-deps: npm-deps
 
@@ -15,7 +26,11 @@ node-build: node-deps
 
 test-node: node-build
 	cd $(NODE_PKG) && npx --no-install tsc --noEmit -p tsconfig.json
-	npm run --silent test:node
+	BALE_NODE_WIN32_X64=$(NODE_WIN32_X64) npm run --silent test:node
+
+node-packages: node-build
+	node scripts/node-packages.mjs $(NODE_PACK_DIR) linux-x64-gnu=$(NODE_PKG)/bale.linux-x64-gnu.node \
+		$(if $(NODE_WIN32_X64),win32-x64=$(NODE_WIN32_X64))
 
 # W1-W3 against lmdb-js and better-sqlite3, then per-call reads against
 # lmdb-js (bench/percall.sh node) (not part of make test).

@@ -1,6 +1,6 @@
 'use strict'
-// Entry point of the package: the native classes from `binding.js` (the
-// loader `napi build` generates next to the .node file) with the parts that
+// Entry point of the package: the native classes from `binding.js` (which
+// finds the addon of this platform) with the parts that
 // belong on the JS side: encodings, the reads and writes that take them,
 // the iterator protocols over the native batch calls, Node streams for
 // large values, the object store's stream calls, and the bitables' lookups,
@@ -32,7 +32,6 @@ const {
   errorCodes,
   errorForCode,
   formatVersion,
-  __napiBindingTarget,
 } = binding
 
 // The native methods first, so that the JS methods below call guarded ones
@@ -85,5 +84,4 @@ module.exports = {
   errorCodes,
   errorForCode,
   formatVersion,
-  __napiBindingTarget,
 }
