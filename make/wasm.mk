@@ -1,8 +1,11 @@
 # The WebAssembly package (bindings/wasm): tree-store files read lazily from a
 # File/Blob or bytes, writable stores in memory, and object stores and
-# bitables read-only from their files, for the browser and Node, as one ES
-# module (wasm-bindgen --target web) with its .d.ts, generated into
-# bindings/wasm/pkg (not committed).
+# bitables read-only from their files, for the browser and Node, generated
+# with their .d.ts into bindings/wasm/pkg (not committed) by wasm-bindgen
+# from one build: pkg/ (--target web: browsers, bundlers, Node's import
+# through js/node.js), pkg/node/ (--target nodejs: Node's require) and
+# pkg/bundler/ (--target bundler: bundlers that import .wasm as a module).
+# The package's exports map says which serves which condition.
 #
 #   make test-wasm       install what is missing, build the module, run the
 #                        Node suite and the headless-Chromium suite
@@ -46,6 +49,10 @@ wasm-tools: wasm-target
 wasm-pkg: wasm-tools
 	$(CARGO) build -p bale-wasm --target wasm32-unknown-unknown --release --locked
 	wasm-bindgen --target web --out-dir $(WASM_PKG) $(WASM_ARTIFACT)
+	wasm-bindgen --target bundler --out-dir $(WASM_PKG)/bundler $(WASM_ARTIFACT)
+	wasm-bindgen --target nodejs --out-dir $(WASM_PKG)/node $(WASM_ARTIFACT)
+	@# CommonJS inside a "type": "module" package.
+	echo '{ "type": "commonjs" }' > $(WASM_PKG)/node/package.json
 
 # The suites are the root package.json's test:wasm (tests/wasm and the
 # headless-Chromium one); playwright-core downloads no browser.
