@@ -1,26 +1,37 @@
 # The Python package (bindings/python; the root pyproject.toml points
 # maturin at it): an abi3 wheel for CPython >= 3.11, installed into .venv.
 #
-#   make test-python   create .venv if missing, `pip install .` (maturin
-#                      comes through pip's build isolation; cargo reuses
-#                      target/release), run tests/python with pytest, then
-#                      check the .pyi stubs against the built module, and
-#                      mypy --strict over tests/python/typing_usage.py (the
-#                      types a user of the package sees)
+#   make wheels        the wheel and the sdist a release publishes, in
+#                      $(WHEEL_DIR): maturin build --zig --compatibility
+#                      manylinux2014 (zig links against glibc 2.17; maturin
+#                      and ziglang come from PyPI into .venv, whose bin must
+#                      be on PATH for maturin to find zig), maturin sdist;
+#                      then prints the wheel's tags and the glibc it needs
+#   make test-python   that wheel installed into .venv (one release build
+#                      serves both), tests/python with pytest, then the .pyi
+#                      stubs checked against the built module, and mypy
+#                      --strict over tests/python/typing_usage.py (the types
+#                      a user of the package sees)
+#   make test-wheels   tests/wheels: the wheel's tags, glibc and files, the
+#                      sdist's files, and each installed into a fresh venv
+#                      (the sdist built from source by pip) running an
+#                      import smoke test and tests/python/test_corpus.py
 #   make bench-python  W1-W3 for bale, py-lmdb and sqlite3 (installs lmdb),
 #                      then per-call reads against py-lmdb (bench/percall.sh)
 #
 # Nothing is skipped: a missing corpus fails, and so does a pytest run that
 # collects no tests (exit status 5 is non-zero like any other failure).
 
-BINDING_TESTS += test-python
+BINDING_TESTS += test-python test-wheels
 
 PYTHON ?= python3
 PY_VENV := .venv
 PY := $(PY_VENV)/bin/python
 PY_TEST_DEPS := bindings/python/requirements-test.txt
+PY_WHEEL_DEPS := bindings/python/requirements-wheels.txt
+WHEEL_DIR ?= $(or $(CARGO_TARGET_DIR),target)/dist
 
-.PHONY: test-python python-venv python-install bench-python
+.PHONY: test-python test-wheels wheels python-venv python-install bench-python
 
 # Debian's own python3 needs python3-venv for `-m venv`; install it if that is
 # what is missing. A venv left without pip is made again.
@@ -36,14 +47,27 @@ $(PY_VENV)/.test-deps: $(PY_TEST_DEPS) | python-venv
 	$(PY) -m pip install -q --disable-pip-version-check -r $(PY_TEST_DEPS)
 	touch $@
 
-python-install: python-venv
-	$(PY) -m pip install -q --disable-pip-version-check .
+$(PY_VENV)/.wheel-deps: $(PY_WHEEL_DEPS) | python-venv
+	$(PY) -m pip install -q --disable-pip-version-check -r $(PY_WHEEL_DEPS)
+	touch $@
+
+wheels: $(PY_VENV)/.wheel-deps
+	rm -f $(WHEEL_DIR)/bale-*.whl $(WHEEL_DIR)/bale-*.tar.gz
+	PATH="$(abspath $(PY_VENV))/bin:$$PATH" maturin build --release --locked --zig --compatibility manylinux2014 --out $(WHEEL_DIR)
+	PATH="$(abspath $(PY_VENV))/bin:$$PATH" maturin sdist --out $(WHEEL_DIR)
+	$(PY) scripts/wheel_info.py $(WHEEL_DIR)/bale-*.whl
+
+python-install: wheels
+	$(PY) -m pip install -q --disable-pip-version-check --force-reinstall --no-deps $(WHEEL_DIR)/bale-*.whl
 
 test-python: python-install $(PY_VENV)/.test-deps
 	$(PY) -m pytest -q -p no:cacheprovider tests/python
 	cd tests/python && MYPY_CACHE_DIR=../../$(PY_VENV)/.mypy_cache ../../$(PY) -m mypy.stubtest bale \
 		--allowlist stubtest-allowlist.txt --ignore-unused-allowlist
 	cd tests/python && MYPY_CACHE_DIR=../../$(PY_VENV)/.mypy_cache ../../$(PY) -m mypy --strict typing_usage.py
+
+test-wheels: wheels $(PY_VENV)/.test-deps
+	BALE_WHEEL_DIR=$(WHEEL_DIR) $(PY) -m pytest -q -p no:cacheprovider tests/wheels
 
 bench-python: python-install
 	@$(PY) -c 'import lmdb' 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check lmdb
