@@ -10,8 +10,9 @@
 #                       when NODE_WIN32_X64 names its addon, bale-win32-x64
 #
 # NODE_WIN32_X64 is the path of the x86_64-pc-windows-gnu build of the addon
-# for the bale-win32-x64 package. Unset, the package test packs that package
-# with a placeholder and checks its layout only.
+# for the bale-win32-x64 package; test-node needs it (made by its own rule),
+# and the package test then checks it is an x86-64 PE DLL. Unset, that test
+# packs the package with a placeholder and checks its layout only.
 NODE_PKG := bindings/node
 NODE_WIN32_X64 ?=
 NODE_PACK_DIR ?= $(or $(CARGO_TARGET_DIR),target)/npm
@@ -24,7 +25,7 @@ node-deps: npm-deps
 node-build: node-deps
 	cd $(NODE_PKG) && npm run --silent build
 
-test-node: node-build
+test-node: node-build $(NODE_WIN32_X64)
 	cd $(NODE_PKG) && npx --no-install tsc --noEmit -p tsconfig.json
 	BALE_NODE_WIN32_X64=$(NODE_WIN32_X64) npm run --silent test:node
 
