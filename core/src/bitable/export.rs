@@ -22,7 +22,7 @@ pub fn export_tree_into(store: &Store, out: &mut Writer) -> Result<u64> {
 }
 
 /// Exports `store` to a new table named `path`.
-#[cfg(unix)]
+#[cfg(native_fs)]
 pub fn export_tree(
     store: &Store,
     path: &std::path::Path,

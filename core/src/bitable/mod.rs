@@ -11,7 +11,7 @@ mod merge;
 mod meta;
 mod page;
 // Unsorted builds spill runs to files beside the output: native only.
-#[cfg(unix)]
+#[cfg(native_fs)]
 mod sort;
 mod table;
 mod value;
@@ -23,12 +23,12 @@ pub const FORMAT_VERSION: u16 = meta::VERSION;
 pub use crate::btree::prefix_end;
 pub use check::{CheckReport, Problem};
 pub use cursor::{Cursor, Range};
-#[cfg(unix)]
+#[cfg(native_fs)]
 pub use export::export_tree;
 pub use export::export_tree_into;
 pub use merge::{OnDuplicate, merge_into};
 pub use meta::{Completion, TableMeta};
-#[cfg(unix)]
+#[cfg(native_fs)]
 pub use sort::{SortOptions, UnsortedWriter};
 pub use table::{Bitable, OpenOptions, Stats};
 pub use value::{LargeReader, LargeValue, Value};

@@ -75,7 +75,7 @@ pub struct UnsortedWriter {
 
 impl UnsortedWriter {
     /// Starts a table to be named `path` at finish.
-    #[cfg(unix)]
+    #[cfg(native_fs)]
     pub fn create(path: &Path, build: BuildOptions, sort: SortOptions) -> Result<UnsortedWriter> {
         // The build options are checked now, not at the first spill.
         drop(Writer::new(Arc::new(crate::io::MemStorage::new()), build)?);
@@ -253,7 +253,10 @@ impl UnsortedWriter {
             merge_into(&tables, &mut w, self.sort.on_duplicate)?;
             w.finish(Completion::Fast)?;
             drop(tables);
-            for (old, _) in self.runs.drain(..) {
+            for (old, t) in self.runs.drain(..) {
+                // Closed first: Windows keeps the name of a file that is
+                // still open until its last handle closes.
+                drop(t);
                 let _ = std::fs::remove_file(old);
             }
             let t = Bitable::open(&name, RUN_READS)?;
@@ -281,7 +284,8 @@ impl UnsortedWriter {
 
 impl Drop for UnsortedWriter {
     fn drop(&mut self) {
-        for (name, _) in self.runs.drain(..) {
+        for (name, t) in self.runs.drain(..) {
+            drop(t);
             let _ = std::fs::remove_file(name);
         }
     }
@@ -303,7 +307,7 @@ fn grow<T>(v: &mut Vec<T>, more: usize, limit: usize) -> bool {
 }
 
 /// An unnamed file beside `path` for large values.
-#[cfg(unix)]
+#[cfg(native_fs)]
 fn spill_file(path: &Path) -> Result<Arc<dyn Storage>> {
     let name = temp_beside(path, "spill")?;
     let s = crate::io::FileStorage::open(&name, crate::io::file_options(true, false))?;

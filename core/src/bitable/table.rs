@@ -71,7 +71,7 @@ pub struct Stats {
 
 impl Bitable {
     /// Opens the table at `path` read-only.
-    #[cfg(unix)]
+    #[cfg(native_fs)]
     pub fn open(path: &std::path::Path, opts: OpenOptions) -> Result<Bitable> {
         let storage = crate::io::FileStorage::open(path, crate::io::file_options(false, true))?;
         Bitable::from_storage(Arc::new(storage), opts)

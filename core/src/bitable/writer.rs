@@ -131,7 +131,7 @@ impl Writer {
     /// temporary file beside `path` (removed if the build is dropped) and
     /// renamed over `path` by [`Writer::finish`]; large values are spilled
     /// to an unnamed temporary file there too.
-    #[cfg(unix)]
+    #[cfg(native_fs)]
     pub fn create(path: &std::path::Path, opts: BuildOptions) -> Result<Writer> {
         opts.check()?;
         let tmp = temp_beside(path, "tmp")?;
@@ -375,9 +375,9 @@ impl Writer {
             self.out.sync()?;
         }
         let summary = BuildSummary { entries: m.entries, file_bytes: m.file_len, depth: m.depth };
-        #[cfg(unix)]
+        #[cfg(native_fs)]
         if let Some((tmp, path)) = self.target.take() {
-            if let Err(e) = std::fs::rename(&tmp, &path) {
+            if let Err(e) = crate::io::os::replace(&tmp, &path) {
                 let _ = std::fs::remove_file(&tmp);
                 return Err(Error::io(&format!("cannot rename {} to {}", tmp.display(), path.display()), e));
             }
@@ -398,7 +398,7 @@ impl Drop for Writer {
 }
 
 /// A fresh name `.NAME.<random>.<what>` in `path`'s directory.
-#[cfg(unix)]
+#[cfg(native_fs)]
 pub(crate) fn temp_beside(path: &std::path::Path, what: &str) -> Result<std::path::PathBuf> {
     let name = path
         .file_name()

@@ -50,7 +50,7 @@ impl Store {
     /// atomically replaces the old one; the file shrinks after mass deletes.
     /// Other handles keep reading the old file until they reopen; their
     /// writes fail with `CONFLICT`.
-    #[cfg(unix)]
+    #[cfg(native_fs)]
     pub fn compact(&self) -> Result<CompactReport> {
         use crate::error::Error;
         use crate::io::{FileOptions, FileStorage, sync_parent};
@@ -78,7 +78,9 @@ impl Store {
         let entries = out.len()?;
         drop(out);
         drop(src);
-        std::fs::rename(&tmp, &path).map_err(|e| Error::io("cannot move the compacted file into place", e))?;
+        // Replaces the path while this and other handles still have the
+        // old file open (they keep reading it; see `is_current`).
+        crate::io::os::replace(&tmp, &path).map_err(|e| Error::io("cannot move the compacted file into place", e))?;
         sync_parent(&path)?;
         let fresh = Arc::new(FileStorage::open(&path, FileOptions { create: false, readonly: false })?);
         let after = fresh.len()?;

@@ -206,7 +206,7 @@ fn valid_page_size(ps: u32) -> bool {
 
 impl Store {
     /// Opens the store file at `path`.
-    #[cfg(unix)]
+    #[cfg(native_fs)]
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Store> {
         let path = path.as_ref();
         let fo = crate::io::FileStorage::open(path, crate::io::file_options(opts.create, opts.readonly))?;

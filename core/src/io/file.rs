@@ -8,13 +8,12 @@
 //! the one that only reads and writes, so that none of them is closed
 //! while locks on the file are held where that would drop them.
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::locks::{LockHandle, LockKind};
 use super::lockset::LockSet;
+use super::os;
 use super::pins::PinTable;
 use super::{Mapping, Storage, eof_error};
 use crate::error::{Error, ErrorKind, Result};
@@ -69,12 +68,12 @@ impl FileStorage {
     /// Opens (and with `create`, creates) `path`. A created file's directory
     /// entry is made durable before this returns.
     pub fn open(path: &Path, opts: FileOptions) -> Result<FileStorage> {
-        let mut oo = OpenOptions::new();
+        let mut oo = os::open_options();
         oo.read(true).write(!opts.readonly);
         let data = match oo.open(path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && opts.create && !opts.readonly => {
-                let f = OpenOptions::new()
+                let f = os::open_options()
                     .read(true)
                     .write(true)
                     .create(true)
@@ -91,7 +90,7 @@ impl FileStorage {
         }
         let data = LockHandle::new(data)?;
         let control = LockHandle::new(oo.open(path).map_err(|e| open_err(path, e))?)?;
-        let pins = LockHandle::new(OpenOptions::new().read(true).open(path).map_err(|e| open_err(path, e))?)?;
+        let pins = LockHandle::new(os::open_options().read(true).open(path).map_err(|e| open_err(path, e))?)?;
         Ok(FileStorage {
             path: path.to_path_buf(),
             data,
@@ -118,14 +117,14 @@ impl Drop for FileStorage {
     }
 }
 
-/// fsync of the directory holding `path`, so a create or rename is durable.
+/// Syncs the directory holding `path`, so a create or rename is durable
+/// (on Windows, a flush of the directory: see io/os/windows.rs).
 pub fn sync_parent(path: &Path) -> Result<()> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let d = File::open(dir).map_err(|e| Error::io(&format!("cannot open directory {}", dir.display()), e))?;
-    d.sync_all().map_err(|e| Error::io(&format!("cannot sync directory {}", dir.display()), e))
+    os::sync_dir(dir).map_err(|e| Error::io(&format!("cannot sync directory {}", dir.display()), e))
 }
 
 impl Storage for FileStorage {
@@ -134,7 +133,7 @@ impl Storage for FileStorage {
     }
 
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        match self.data.file().read_exact_at(buf, offset) {
+        match os::read_exact_at(self.data.file(), buf, offset) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
                 Err(eof_error(offset, buf.len(), self.len().unwrap_or(0)))
@@ -147,12 +146,13 @@ impl Storage for FileStorage {
         if self.readonly {
             return Err(Error::invalid("store was opened read-only"));
         }
-        self.data.file().write_all_at(data, offset).map_err(|e| Error::io("write failed", e))
+        os::write_all_at(self.data.file(), data, offset).map_err(|e| Error::io("write failed", e))
     }
 
     fn sync(&self) -> Result<()> {
         // fdatasync also flushes the size when the file grew, which is the
-        // metadata later reads depend on.
+        // metadata later reads depend on (Windows: FlushFileBuffers, data
+        // and metadata).
         self.data.file().sync_data().map_err(|e| Error::io("fsync failed", e))
     }
 
@@ -165,8 +165,9 @@ impl Storage for FileStorage {
         // place (compaction writes a new file and renames it), and every page
         // a snapshot reads lies below the length that snapshot's meta
         // recorded, which open verified against the file size. A file
-        // truncated by another program can still raise SIGBUS; FORMAT.md
-        // documents this and `mmap=false` avoids it.
+        // truncated by another program can still raise SIGBUS on Unix;
+        // FORMAT.md documents this and `mmap=false` avoids it (Windows
+        // refuses to truncate a file below a mapped view).
         let m = unsafe { memmap2::MmapOptions::new().len(len).map(self.data.file()) }
             .map_err(|e| Error::io("cannot map store file", e))?;
         Ok(Some(Arc::new(MappedFile(m))))
@@ -234,12 +235,8 @@ impl Storage for FileStorage {
     }
 
     fn is_current(&self) -> Result<bool> {
-        let now = match std::fs::metadata(&self.path) {
-            Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-            Err(e) => return Err(Error::io("cannot stat store path", e)),
-        };
-        let mine = self.data.file().metadata().map_err(|e| Error::io("cannot stat store file", e))?;
-        Ok(now.dev() == mine.dev() && now.ino() == mine.ino())
+        let now = os::path_id(&self.path).map_err(|e| Error::io("cannot stat store path", e))?;
+        let mine = os::file_id(self.data.file()).map_err(|e| Error::io("cannot stat store file", e))?;
+        Ok(now == Some(mine))
     }
 }

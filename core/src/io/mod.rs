@@ -6,20 +6,22 @@ use std::sync::Arc;
 
 use crate::error::Result;
 
-#[cfg(unix)]
+#[cfg(native_fs)]
 pub(crate) mod file;
 #[doc(hidden)]
 pub mod locks;
 mod lockset;
 mod memory;
-#[cfg(unix)]
+#[cfg(native_fs)]
+pub(crate) mod os;
+#[cfg(native_fs)]
 mod pins;
 pub mod sim;
 
-#[cfg(unix)]
+#[cfg(native_fs)]
 pub use file::{FileOptions, FileStorage, sync_parent};
 
-#[cfg(unix)]
+#[cfg(native_fs)]
 pub(crate) fn file_options(create: bool, readonly: bool) -> FileOptions {
     FileOptions { create, readonly }
 }

@@ -141,11 +141,11 @@ impl ObjectStore {
     }
 
     /// Adds the content of the file at `path`.
-    #[cfg(unix)]
+    #[cfg(native_fs)]
     pub fn add_path(&self, path: impl AsRef<std::path::Path>) -> Result<ObjectId> {
         let p = path.as_ref();
         let mut f =
-            super::tree_walk::open_noatime(p, 0).map_err(|e| Error::io(&format!("cannot open {}", p.display()), e))?;
+            crate::io::os::open_noatime(p).map_err(|e| Error::io(&format!("cannot open {}", p.display()), e))?;
         self.add_reader(&mut f)
     }
 

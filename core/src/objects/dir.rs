@@ -47,22 +47,21 @@ pub trait Dir: Send + Sync {
     fn display(&self) -> String;
 }
 
-#[cfg(unix)]
+#[cfg(native_fs)]
 pub use fs::FsDir;
-#[cfg(unix)]
+#[cfg(native_fs)]
 pub(crate) use fs::file_lock;
 
-#[cfg(unix)]
+#[cfg(native_fs)]
 mod fs {
-    use std::fs::{File, OpenOptions};
-    use std::os::unix::fs::FileExt;
+    use std::fs::File;
     use std::path::{Path, PathBuf};
     use std::sync::Arc;
 
     use super::{Dir, DirLock, LockMode};
     use crate::error::{Error, ErrorKind, Result};
     use crate::io::locks::{LockHandle, LockKind};
-    use crate::io::{FileStorage, Storage, eof_error, file_options};
+    use crate::io::{FileStorage, Storage, eof_error, file_options, os};
 
     /// A store directory on the local file system.
     pub struct FsDir {
@@ -104,7 +103,7 @@ mod fs {
         }
 
         fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-            match self.file.file().read_exact_at(buf, offset) {
+            match os::read_exact_at(self.file.file(), buf, offset) {
                 Ok(()) => Ok(()),
                 Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
                     Err(eof_error(offset, buf.len(), self.len().unwrap_or(0)))
@@ -114,26 +113,15 @@ mod fs {
         }
 
         fn write_all_at(&self, data: &[u8], offset: u64) -> Result<()> {
-            self.file.file().write_all_at(data, offset).map_err(|e| Error::io("write failed", e))
+            os::write_all_at(self.file.file(), data, offset).map_err(|e| Error::io("write failed", e))
         }
 
         fn sync(&self) -> Result<()> {
             self.file.file().sync_data().map_err(|e| Error::io("fdatasync failed", e))
         }
 
-        #[cfg(target_os = "linux")]
         fn start_writeback(&self, offset: u64, len: u64) {
-            use std::os::fd::AsRawFd;
-            // Only starts the writes; the sync that follows still waits for
-            // them (and reports their errors), so a failure here is moot.
-            unsafe {
-                libc::sync_file_range(
-                    self.file.file().as_raw_fd(),
-                    offset as i64,
-                    len as i64,
-                    libc::SYNC_FILE_RANGE_WRITE,
-                );
-            }
+            os::start_writeback(self.file.file(), offset, len)
         }
 
         fn lock_writer(&self, wait: bool) -> Result<()> {
@@ -179,20 +167,20 @@ mod fs {
     /// Store-level locks on bytes from `base` of the file at `path` (a
     /// single-file store's own file).
     pub(crate) fn file_lock(path: &Path, base: u64) -> Result<Box<dyn DirLock>> {
-        let file = OpenOptions::new().read(true).write(true).open(path).map_err(|e| io_err(path, "open", e))?;
+        let file = os::open_options().read(true).write(true).open(path).map_err(|e| io_err(path, "open", e))?;
         Ok(Box::new(FsLock { file: LockHandle::new(file)?, base }))
     }
 
     impl Dir for FsDir {
         fn open(&self, name: &str, writable: bool) -> Result<Arc<dyn Storage>> {
             let p = self.path(name);
-            let file = OpenOptions::new().read(true).write(writable).open(&p).map_err(|e| io_err(&p, "open", e))?;
+            let file = os::open_options().read(true).write(writable).open(&p).map_err(|e| io_err(&p, "open", e))?;
             PlainFile::storage(file)
         }
 
         fn create_new(&self, name: &str) -> Result<Arc<dyn Storage>> {
             let p = self.path(name);
-            let file = OpenOptions::new()
+            let file = os::open_options()
                 .read(true)
                 .write(true)
                 .create_new(true)
@@ -244,25 +232,24 @@ mod fs {
             let p = self.path(name);
             // A lock handle, though it locks nothing: the file may be one
             // this process holds locks on (io/locks).
-            let f = LockHandle::new(OpenOptions::new().write(true).open(&p).map_err(|e| io_err(&p, "open", e))?)?;
+            let f = LockHandle::new(os::open_options().write(true).open(&p).map_err(|e| io_err(&p, "open", e))?)?;
             f.file().set_len(len).map_err(|e| io_err(&p, "truncate", e))?;
             f.file().sync_all().map_err(|e| io_err(&p, "sync", e))
         }
 
         fn rename(&self, from: &str, to: &str) -> Result<()> {
             let (a, b) = (self.path(from), self.path(to));
-            std::fs::rename(&a, &b).map_err(|e| io_err(&a, "rename", e))
+            os::replace(&a, &b).map_err(|e| io_err(&a, "rename", e))
         }
 
         fn sync_dir(&self, sub: &str) -> Result<()> {
             let p = self.path(sub);
-            let d = File::open(&p).map_err(|e| io_err(&p, "open directory", e))?;
-            d.sync_all().map_err(|e| io_err(&p, "sync directory", e))
+            os::sync_dir(&p).map_err(|e| io_err(&p, "sync directory", e))
         }
 
         fn lock_file(&self) -> Result<Box<dyn DirLock>> {
             let p = self.path("lock");
-            let file = OpenOptions::new()
+            let file = os::open_options()
                 .read(true)
                 .write(true)
                 .create(true)

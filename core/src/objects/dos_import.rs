@@ -4,12 +4,11 @@
 //! `packs.idx` through SQLite); without it the caller hands over the rows.
 //! Every object is checked against its SHA-256 key.
 
-#![cfg(unix)]
+#![cfg(native_fs)]
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::Read;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use sha2::Digest as _;
@@ -101,7 +100,7 @@ impl Read for Section<'_> {
         if n == 0 {
             return Ok(0);
         }
-        let k = self.f.read_at(&mut buf[..n], self.at)?;
+        let k = crate::io::os::read_at(self.f, &mut buf[..n], self.at)?;
         if k == 0 {
             return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the pack ends before the object"));
         }

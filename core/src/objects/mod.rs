@@ -27,7 +27,7 @@ mod validate;
 pub use add::{Batch, StreamAdd};
 pub use config::{Compression, Config};
 pub use dir::{Dir, DirLock, LockMode};
-#[cfg(unix)]
+#[cfg(native_fs)]
 pub use dos_import::{DosContainer, DosPacked};
 pub use hash::{HashKind, ObjectId};
 pub use pack::Progress;
@@ -35,8 +35,8 @@ pub use problem::ObjectProblem;
 pub use read::{ObjectMeta, ObjectReader, ObjectsInDiskOrder};
 pub use report::{AddTreeReport, CleanReport, ObjectStats, PackReport, RebuildReport, TransferReport, ValidateReport};
 // Names of temporary files beside a bitable (native only).
-#[cfg(unix)]
+#[cfg(native_fs)]
 pub(crate) use store::random_u64;
 pub use store::{ObjectOptions, ObjectStore};
-#[cfg(unix)]
+#[cfg(native_fs)]
 pub use tree_walk::{AddTreeOptions, LinkPolicy};

@@ -22,7 +22,7 @@ pub(crate) const LOCK_USERS: u64 = 0;
 pub(crate) const LOCK_PACKER: u64 = 1;
 /// A single-file store's lock bytes are in its own file, from the byte
 /// after the tree store's writer lock.
-#[cfg(unix)]
+#[cfg(native_fs)]
 const SINGLE_FILE_LOCKS: u64 = crate::io::file::WRITER_LOCK_OFFSET + 1;
 
 pub(crate) const INDEX_NAME: &str = "index";
@@ -194,7 +194,7 @@ pub(crate) fn random_u64() -> u64 {
 /// The store-level locks of a single-file store opened for writing, with
 /// the shared lock taken (`LOCKED` while a maintenance operation runs).
 fn users_lock(index: &Store, readonly: bool) -> Result<Option<Box<dyn DirLock>>> {
-    #[cfg(unix)]
+    #[cfg(native_fs)]
     if let (false, Some(path)) = (readonly, index.path()) {
         let l = super::dir::file_lock(path, SINGLE_FILE_LOCKS)?;
         if !l.set(LOCK_USERS, LockMode::Shared, false)? {
@@ -213,7 +213,7 @@ fn index_options(create: bool, readonly: bool) -> Options {
 impl ObjectStore {
     /// Opens the store at `path`: a directory store, or a single-file store
     /// when `path` is a file (or `opts.single_file` and it does not exist).
-    #[cfg(unix)]
+    #[cfg(native_fs)]
     pub fn open(path: impl AsRef<std::path::Path>, opts: ObjectOptions) -> Result<ObjectStore> {
         let path = path.as_ref();
         let is_file = std::fs::metadata(path).map(|m| m.is_file()).unwrap_or(opts.single_file);

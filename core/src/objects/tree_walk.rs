@@ -1,12 +1,16 @@
 //! `add_tree`: adds every regular file under a directory, optionally
 //! recording each relative path and its id in a tree store. Links are never
 //! followed and special files never opened.
+//!
+//! A recorded path is the names from the root down, joined by `/`, each
+//! name as the file system holds it: its bytes on Unix, its UTF-16
+//! converted to UTF-8 on Windows. A Windows name that is not valid UTF-16
+//! (an unpaired surrogate) has no UTF-8 form and fails the walk with
+//! `INVALID_ARGUMENT`.
 
-#![cfg(unix)]
+#![cfg(native_fs)]
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use super::add::BulkPace;
@@ -16,6 +20,7 @@ use super::report::AddTreeReport;
 use super::store::ObjectStore;
 use crate::btree::Store;
 use crate::error::{Error, ErrorKind, Result};
+use crate::io::os;
 
 /// What to do with a symbolic link or a special file (FIFO, socket,
 /// device) met in the tree.
@@ -69,12 +74,18 @@ impl ObjectStore {
             entries.sort_by_key(|e| e.file_name());
             for e in entries {
                 let name = e.file_name();
+                let path = e.path();
+                let Some(name) = os::name_bytes(&name) else {
+                    return Err(Error::invalid(format!(
+                        "{}: the name is not valid UTF-16 (an unpaired surrogate); rename the entry",
+                        path.display()
+                    )));
+                };
                 let mut child_rel = rel.clone();
                 if !child_rel.is_empty() {
                     child_rel.push(b'/');
                 }
-                child_rel.extend_from_slice(name.as_bytes());
-                let path = e.path();
+                child_rel.extend_from_slice(name);
                 let ft = e.file_type().map_err(|err| Error::io(&format!("cannot stat {}", path.display()), err))?;
                 if ft.is_dir() {
                     if depth + 1 > MAX_DEPTH {
@@ -129,26 +140,12 @@ impl ObjectStore {
 /// Opens `path` only if it is still a regular file: no link is followed
 /// and a FIFO swapped in meanwhile cannot block the open.
 pub(crate) fn open_regular(path: &Path) -> Result<File> {
-    let f = open_noatime(path, libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .map_err(|e| Error::io(&format!("cannot open {}", path.display()), e))?;
+    let f = os::open_entry(path).map_err(|e| Error::io(&format!("cannot open {}", path.display()), e))?;
     let m = f.metadata().map_err(|e| Error::io(&format!("cannot stat {}", path.display()), e))?;
     if !m.is_file() {
         return Err(Error::invalid(format!("{} changed into a non-regular file while being added", path.display())));
     }
     Ok(f)
-}
-
-/// Opens `path` for reading without updating its access time where the
-/// OS allows (Linux, for the file's owner): reading a file to store it
-/// need not dirty its inode, which for many small files is much of the
-/// kernel's work.
-pub(crate) fn open_noatime(path: &Path, flags: i32) -> std::io::Result<File> {
-    #[cfg(target_os = "linux")]
-    match OpenOptions::new().read(true).custom_flags(flags | libc::O_NOATIME).open(path) {
-        Err(e) if e.raw_os_error() == Some(libc::EPERM) => {}
-        r => return r,
-    }
-    OpenOptions::new().read(true).custom_flags(flags).open(path)
 }
 
 fn record_paths(paths: Option<&Store>, pending: &mut Vec<(Vec<u8>, ObjectId)>) -> Result<()> {
