@@ -23,7 +23,6 @@
 
 use std::collections::BTreeSet;
 use std::fs::OpenOptions;
-use std::os::unix::fs::FileExt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -364,9 +363,9 @@ impl Target<'_> {
             }
             Backend::File { .. } => {
                 let f = OpenOptions::new().write(true).open(&self.path).expect("open for patch");
-                f.write_all_at(patch, offset as u64).expect("patch");
+                guard::write_at(&f, patch, offset as u64).expect("patch");
                 let seen = self.open_file();
-                f.write_all_at(&self.fx.bytes[offset..offset + patch.len()], offset as u64).expect("restore");
+                guard::write_at(&f, &self.fx.bytes[offset..offset + patch.len()], offset as u64).expect("restore");
                 seen
             }
         }

@@ -26,7 +26,6 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::fs::OpenOptions as FsOpen;
-use std::os::unix::fs::FileExt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -321,21 +320,21 @@ impl Target<'_> {
                 (attempt(None), *l)
             }
             Damage::Extend(n) => {
-                f.write_all_at(&vec![0xA5; *n], orig.len() as u64).unwrap();
+                guard::write_at(&f, &vec![0xA5; *n], orig.len() as u64).unwrap();
                 (attempt(None), orig.len() + n)
             }
             Damage::Patch(off, p) => {
-                f.write_all_at(p, *off as u64).unwrap();
+                guard::write_at(&f, p, *off as u64).unwrap();
                 let r = attempt(None);
-                f.write_all_at(&orig[*off..off + p.len()], *off as u64).unwrap();
+                guard::write_at(&f, &orig[*off..off + p.len()], *off as u64).unwrap();
                 (r, orig.len())
             }
             Damage::Replace(b) => {
                 f.set_len(0).unwrap();
-                f.write_all_at(b, 0).unwrap();
+                guard::write_at(&f, b, 0).unwrap();
                 let r = attempt(None);
                 f.set_len(0).unwrap();
-                f.write_all_at(orig, 0).unwrap();
+                guard::write_at(&f, orig, 0).unwrap();
                 (r, b.len())
             }
         }

@@ -4,6 +4,10 @@
 //! a child that starts its own reaper must not reap the parent's handles
 //! (an unlock there would drop a pin the parent holds). Its own test
 //! binary: `fork` here runs with no other test thread alive.
+//!
+//! Unix only: Windows has no fork, so no process ever shares a handle's
+//! locks with a copy of it.
+#![cfg(unix)]
 
 use bale::io::{FileOptions, FileStorage, Storage};
 use bale::{Options, Store};

@@ -1,4 +1,3 @@
-#![cfg(unix)]
 //! The packer takes any staging file it can lock. A writer must therefore
 //! never let a staging file appear under a name the packer reads
 //! (`staging/<16 hex>.pack`) before it holds that file's lock: a probe

@@ -1,11 +1,13 @@
-#![cfg(unix)]
 //! Adding a directory tree (links and special files are never followed),
 //! copying objects between stores, cleaning, and changing compression.
 
-use std::os::unix::fs::symlink;
+use std::path::Path;
 
 use bale::objects::{AddTreeOptions, Compression, Config, LinkPolicy, ObjectId, ObjectOptions, ObjectStore};
 use bale::{ErrorKind, Options, Store};
+
+#[path = "support/replace.rs"]
+mod replace;
 
 fn tmp(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("bale-objtree-{}-{name}", std::process::id()));
@@ -27,7 +29,7 @@ fn tree(root: &std::path::Path) {
 }
 
 #[test]
-fn add_tree_records_paths_and_never_follows_links() {
+fn add_tree_records_paths() {
     let d = tmp("tree");
     let src = d.join("src");
     tree(&src);
@@ -39,7 +41,21 @@ fn add_tree_records_paths_and_never_follows_links() {
     assert_eq!(s.get(&id("a/b/big.bin")).unwrap(), vec![7u8; 100_000]);
     assert_eq!(id("top.txt"), id("a/dup.txt"));
     assert_eq!(s.stats().unwrap().objects, 3);
+}
 
+/// Unix only: on Windows, creating a symbolic link needs a privilege (or
+/// developer mode), Wine 8's `CreateSymbolicLinkW` is a stub that creates
+/// nothing, and Windows file systems have no FIFOs; the walk's refusal of
+/// links there rests on opening with `FILE_FLAG_OPEN_REPARSE_POINT`.
+#[cfg(unix)]
+#[test]
+fn add_tree_never_follows_links() {
+    use std::os::unix::fs::symlink;
+    let d = tmp("links");
+    let src = d.join("src");
+    tree(&src);
+    let s = ObjectStore::open(d.join("store"), ObjectOptions { config: small(), ..ObjectOptions::create() }).unwrap();
+    let paths = Store::open(d.join("paths.bale"), Options::create()).unwrap();
     // A link to a secret outside the tree, and a FIFO: refused by default,
     // listed when skipped, and never opened either way.
     let secret = d.join("secret");
@@ -98,10 +114,16 @@ fn clean_compacts_the_index_and_repack_changes_the_policy() {
         (0..3000u32).map(|i| s.add(format!("object {i} {}", "x".repeat(200)).as_bytes()).unwrap()).collect();
     std::fs::write(p.join("index.rebuild"), b"left over").unwrap();
     assert_eq!(s.delete(&ids[..2500]).unwrap(), 2500);
-    let r = s.clean().unwrap();
-    assert!(r.files_removed >= 2, "{r:?}");
-    assert!(r.index_bytes_after < r.index_bytes_before, "{r:?}");
-    assert!(!p.join("index.rebuild").exists());
+    if replace::replaces_open_files() {
+        let r = s.clean().unwrap();
+        assert!(r.files_removed >= 2, "{r:?}");
+        assert!(r.index_bytes_after < r.index_bytes_before, "{r:?}");
+        assert!(!p.join("index.rebuild").exists());
+    } else {
+        // The open index cannot be replaced here: clean fails at that
+        // step, and the store goes on with the index it had.
+        assert_eq!(s.clean().unwrap_err().kind(), ErrorKind::Io);
+    }
     for id in &ids[2500..] {
         s.get_verified(id).unwrap();
     }

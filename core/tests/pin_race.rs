@@ -136,7 +136,7 @@ fn held_snapshot_stays_pinned_while_other_threads_drop_the_same_commit() {
 #[test]
 fn meta_fields_come_from_the_version_that_passed_its_checksum() {
     use bale::btree::meta::{Meta, meta_page};
-    use std::os::unix::fs::FileExt;
+    use std::io::{Seek, SeekFrom, Write};
 
     let path = tmp("meta");
     let store = Store::open(&path, Options::create()).expect("create");
@@ -156,13 +156,14 @@ fn meta_fields_come_from_the_version_that_passed_its_checksum() {
     let forged = a.entries + 1000;
     pb[24..32].copy_from_slice(&forged.to_le_bytes());
     let off = meta_page(m.txn) * ps as u64;
-    let file = std::fs::OpenOptions::new().write(true).open(&path).expect("open for writing");
+    let mut file = std::fs::OpenOptions::new().write(true).open(&path).expect("open for writing");
     let stop = Arc::new(AtomicBool::new(false));
     let w_stop = stop.clone();
     let flipper = std::thread::spawn(move || {
         let mut n = 0u64;
         while !w_stop.load(Ordering::Relaxed) {
-            file.write_all_at(if n.is_multiple_of(2) { &pa } else { &pb }, off).expect("pwrite");
+            file.seek(SeekFrom::Start(off)).expect("seek");
+            file.write_all(if n.is_multiple_of(2) { &pa } else { &pb }).expect("write");
             n += 1;
         }
         n

@@ -77,10 +77,16 @@ impl Store {
         };
         let entries = out.len()?;
         drop(out);
+        drop(dst);
         drop(src);
         // Replaces the path while this and other handles still have the
-        // old file open (they keep reading it; see `is_current`).
-        crate::io::os::replace(&tmp, &path).map_err(|e| Error::io("cannot move the compacted file into place", e))?;
+        // old file open (they keep reading it; see `is_current`). Where
+        // that is impossible (FORMAT.md, "Windows") the store stays as it
+        // was, without the new file.
+        if let Err(e) = crate::io::os::replace(&tmp, &path) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(Error::io("cannot move the compacted file into place", e));
+        }
         sync_parent(&path)?;
         let fresh = Arc::new(FileStorage::open(&path, FileOptions { create: false, readonly: false })?);
         let after = fresh.len()?;

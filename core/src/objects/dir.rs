@@ -86,10 +86,19 @@ mod fs {
     }
 
     /// A plain file: one descriptor, positioned i/o, and an exclusive lock
-    /// on byte 0 that marks a staging file as in use by its writer.
+    /// on byte `STAGING_LOCK` that marks a staging file as in use by its
+    /// writer.
     struct PlainFile {
         file: LockHandle,
     }
+
+    /// Byte 0 where locks are advisory; on Windows, where a locked byte
+    /// cannot be read through another handle, the writer-lock byte of the
+    /// tree store, far past any data (FORMAT.md, "Windows").
+    #[cfg(not(windows))]
+    const STAGING_LOCK: u64 = 0;
+    #[cfg(windows)]
+    const STAGING_LOCK: u64 = crate::io::file::WRITER_LOCK_OFFSET;
 
     impl PlainFile {
         fn storage(file: File) -> Result<Arc<dyn Storage>> {
@@ -125,7 +134,7 @@ mod fs {
         }
 
         fn lock_writer(&self, wait: bool) -> Result<()> {
-            if self.file.set(LockKind::Exclusive, 0, 1, wait)? {
+            if self.file.set(LockKind::Exclusive, STAGING_LOCK, 1, wait)? {
                 Ok(())
             } else {
                 Err(Error::new(ErrorKind::Locked, "the file is in use by another writer"))
@@ -133,7 +142,7 @@ mod fs {
         }
 
         fn unlock_writer(&self) {
-            let _ = self.file.unlock(0, 1);
+            let _ = self.file.unlock(STAGING_LOCK, 1);
         }
 
         fn pin(&self, _txn: u64) -> Result<()> {

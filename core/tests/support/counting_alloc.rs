@@ -18,6 +18,9 @@ pub static LARGEST: AtomicUsize = AtomicUsize::new(0);
 pub static LIVE: AtomicUsize = AtomicUsize::new(0);
 /// The most `LIVE` has been since it was last reset (to `LIVE`).
 pub static PEAK: AtomicUsize = AtomicUsize::new(0);
+/// Allocations that would take `LIVE` past this fail (a test's memory
+/// limit where the OS offers none, see guard.rs); no limit by default.
+pub static CAP: AtomicUsize = AtomicUsize::new(usize::MAX);
 
 thread_local! {
     // Const-initialised and without a destructor: safe to touch from the
@@ -34,6 +37,11 @@ fn counted() {
     let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
 }
 
+/// False when `n` more bytes would pass `CAP`.
+fn fits(n: usize) -> bool {
+    LIVE.load(Ordering::Relaxed).saturating_add(n) <= CAP.load(Ordering::Relaxed)
+}
+
 fn grew(n: usize) {
     let now = LIVE.fetch_add(n, Ordering::Relaxed) + n;
     PEAK.fetch_max(now, Ordering::Relaxed);
@@ -44,6 +52,9 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         counted();
         LARGEST.fetch_max(l.size(), Ordering::Relaxed);
+        if !fits(l.size()) {
+            return std::ptr::null_mut();
+        }
         // SAFETY: same contract as the caller's.
         let p = unsafe { System.alloc(l) };
         if !p.is_null() {
@@ -59,6 +70,9 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
         counted();
         LARGEST.fetch_max(l.size(), Ordering::Relaxed);
+        if !fits(l.size()) {
+            return std::ptr::null_mut();
+        }
         // SAFETY: same contract as the caller's.
         let p = unsafe { System.alloc_zeroed(l) };
         if !p.is_null() {
@@ -69,6 +83,9 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
         counted();
         LARGEST.fetch_max(new, Ordering::Relaxed);
+        if !fits(new.saturating_sub(l.size())) {
+            return std::ptr::null_mut();
+        }
         // SAFETY: same contract as the caller's.
         let q = unsafe { System.realloc(p, l, new) };
         if !q.is_null() {

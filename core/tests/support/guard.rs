@@ -108,7 +108,16 @@ pub fn heap_bound(file_len: usize) -> usize {
     2 * file_len + 64 * MIB
 }
 
+/// Writes all of `data` at `offset` (seek, then write: std's positioned
+/// writes differ between Unix and Windows).
+pub fn write_at(mut f: &std::fs::File, data: &[u8], offset: u64) -> std::io::Result<()> {
+    use std::io::Seek;
+    f.seek(std::io::SeekFrom::Start(offset))?;
+    f.write_all(data)
+}
+
 /// This process's address-space size (VmSize).
+#[cfg(unix)]
 fn vm_size() -> usize {
     let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
     let kb = status
@@ -128,6 +137,7 @@ pub fn address_space_slack(file_len: usize) -> usize {
 
 /// Limits this process's address space to its current size + the slack
 /// for `file_len`; beyond it allocations fail and Rust aborts the process.
+#[cfg(unix)]
 pub fn limit_address_space(file_len: usize) -> usize {
     let lim = vm_size() + address_space_slack(file_len);
     let r = libc::rlimit { rlim_cur: lim as libc::rlim_t, rlim_max: lim as libc::rlim_t };
@@ -135,6 +145,18 @@ pub fn limit_address_space(file_len: usize) -> usize {
     let rc = unsafe { libc::setrlimit(libc::RLIMIT_AS, &r) };
     assert_eq!(rc, 0, "setrlimit(RLIMIT_AS): {}", std::io::Error::last_os_error());
     lim
+}
+
+/// Windows has no address-space limit a process sets on itself (a job
+/// object's memory limit is not enforced under Wine, where these tests
+/// run): the counting allocator refuses allocations past the heap in use
+/// now + the slack instead, and Rust aborts the process the same way.
+/// Memory maps are not counted, so the limit is on the heap only.
+#[cfg(windows)]
+pub fn limit_address_space(file_len: usize) -> usize {
+    let cap = LIVE.load(Ordering::Relaxed) + address_space_slack(file_len);
+    crate::counting_alloc::CAP.store(cap, Ordering::Relaxed);
+    cap
 }
 
 /// What a guarded sweep gave: the children's tallies plus one failure per

@@ -13,6 +13,7 @@
 //!   process instead, so a table per process gives them this meaning. The
 //!   `posix-locks` feature takes this path on Linux too, so that tests run
 //!   it with real processes.
+//! - `windows.rs`: Windows `LockFileEx` locks, per handle too.
 //! - `none.rs`: elsewhere, no cross-process locks (FORMAT.md).
 //!
 //! Locked ranges lie far past any data (offsets up to 2^63 − 1), so they
@@ -32,9 +33,14 @@ mod posix;
 #[cfg(all(unix, any(not(target_os = "linux"), feature = "posix-locks")))]
 use posix as imp;
 
-#[cfg(not(unix))]
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+use windows as imp;
+
+#[cfg(not(any(unix, windows)))]
 mod none;
-#[cfg(not(unix))]
+#[cfg(not(any(unix, windows)))]
 use none as imp;
 
 /// How a range is locked.

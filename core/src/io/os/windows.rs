@@ -11,7 +11,8 @@ use std::os::windows::io::AsRawHandle;
 use std::path::{Path, PathBuf};
 
 use windows_sys::Win32::Foundation::{
-    ERROR_HANDLE_EOF, ERROR_INVALID_FUNCTION, ERROR_INVALID_PARAMETER, ERROR_NOT_SUPPORTED, GENERIC_WRITE,
+    ERROR_ACCESS_DENIED, ERROR_HANDLE_EOF, ERROR_INVALID_FUNCTION, ERROR_INVALID_PARAMETER, ERROR_NOT_SUPPORTED,
+    GENERIC_WRITE,
 };
 use windows_sys::Win32::Storage::FileSystem::{
     BY_HANDLE_FILE_INFORMATION, DELETE, FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT,
@@ -138,7 +139,16 @@ pub(crate) fn replace(from: &Path, to: &Path) -> io::Result<()> {
             let (a, b) = (wide(&verbatim(from)?), wide(&verbatim(to)?));
             // SAFETY: both are NUL-terminated UTF-16 strings that outlive the call.
             if unsafe { MoveFileExW(a.as_ptr(), b.as_ptr(), MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH) } == 0 {
-                return Err(io::Error::last_os_error());
+                let e = io::Error::last_os_error();
+                if e.raw_os_error() == Some(ERROR_ACCESS_DENIED as i32) {
+                    return Err(io::Error::new(
+                        io::ErrorKind::PermissionDenied,
+                        format!(
+                            "{e}; this system cannot replace a file that is open (that needs POSIX rename semantics: Windows 10 1709 or later, on NTFS)"
+                        ),
+                    ));
+                }
+                return Err(e);
             }
         }
         r => r?,
