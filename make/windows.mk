@@ -47,3 +47,10 @@ wine-prefix: $(WIN_READY)
 
 lint-windows: windows-tools
 	$(CARGO) clippy --target $(WIN_TRIPLE) -p bale --all-targets --locked -- -D warnings
+
+# Every core test (unit and integration) as a Windows binary under Wine.
+# Doc tests run in the native build only.
+test-windows: $(WIN_READY)
+	WINEPREFIX=$(WINEPREFIX) CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=wine \
+		$(CARGO) test --target $(WIN_TRIPLE) -p bale --tests --locked
+	WINEPREFIX=$(WINEPREFIX) wineserver -k || true

@@ -401,6 +401,27 @@ fn a_killed_process_releases_its_locks() {
 const INCREMENTERS: usize = 3;
 const INCREMENTS: u64 = 300;
 
+/// Reads the counter at offset 0 (positioned, so threads share no cursor).
+#[cfg(unix)]
+fn read_at(f: &File, b: &mut [u8; 8]) {
+    std::os::unix::fs::FileExt::read_exact_at(f, b, 0).unwrap();
+}
+
+#[cfg(windows)]
+fn read_at(f: &File, b: &mut [u8; 8]) {
+    assert_eq!(std::os::windows::fs::FileExt::seek_read(f, b, 0).unwrap(), 8);
+}
+
+#[cfg(unix)]
+fn write_at(f: &File, b: &[u8; 8]) {
+    std::os::unix::fs::FileExt::write_all_at(f, b, 0).unwrap();
+}
+
+#[cfg(windows)]
+fn write_at(f: &File, b: &[u8; 8]) {
+    assert_eq!(std::os::windows::fs::FileExt::seek_write(f, b, 0).unwrap(), 8);
+}
+
 /// Adds one to the counter at offset 0 of `path`, INCREMENTS times from
 /// each of INCREMENTERS threads, each read and write under an exclusive
 /// lock of a handle of the thread's own (a new one now and then, the old
@@ -410,7 +431,6 @@ fn increment_from_threads(path: &Path) {
         .map(|i| {
             let path = path.to_path_buf();
             std::thread::spawn(move || {
-                use std::os::unix::fs::FileExt;
                 let mut h = handle(&path);
                 for n in 0..INCREMENTS {
                     if (n + i as u64).is_multiple_of(7) {
@@ -418,10 +438,10 @@ fn increment_from_threads(path: &Path) {
                     }
                     assert!(h.set(LockKind::Exclusive, X, 1, true).unwrap());
                     let mut b = [0u8; 8];
-                    h.file().read_exact_at(&mut b, 0).unwrap();
+                    read_at(h.file(), &mut b);
                     // Give another holder every chance to interleave.
                     std::thread::yield_now();
-                    h.file().write_all_at(&(u64::from_le_bytes(b) + 1).to_le_bytes(), 0).unwrap();
+                    write_at(h.file(), &(u64::from_le_bytes(b) + 1).to_le_bytes());
                     h.unlock(X, 1).unwrap();
                 }
             })
@@ -453,10 +473,14 @@ fn no_increment_under_an_exclusive_lock_is_lost() {
 }
 
 /// Open descriptors of this process (/dev/fd lists them on Linux and macOS).
+#[cfg(unix)]
 fn open_fds() -> usize {
     std::fs::read_dir("/dev/fd").expect("/dev/fd").count()
 }
 
+/// Unix only: the POSIX table keeps descriptors open for locks; Windows
+/// handles hold their own locks and close with them.
+#[cfg(unix)]
 #[test]
 fn descriptors_kept_for_locks_close_with_the_last_lock() {
     const TEST: &str = "descriptors_kept_for_locks_close_with_the_last_lock";

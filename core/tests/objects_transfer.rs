@@ -1,9 +1,7 @@
 //! Adding a directory tree (links and special files are never followed),
 //! copying objects between stores, cleaning, and changing compression.
 
-use std::path::Path;
-
-use bale::objects::{AddTreeOptions, Compression, Config, LinkPolicy, ObjectId, ObjectOptions, ObjectStore};
+use bale::objects::{AddTreeOptions, Compression, Config, ObjectId, ObjectOptions, ObjectStore};
 use bale::{ErrorKind, Options, Store};
 
 #[path = "support/replace.rs"]
@@ -50,6 +48,7 @@ fn add_tree_records_paths() {
 #[cfg(unix)]
 #[test]
 fn add_tree_never_follows_links() {
+    use bale::objects::LinkPolicy;
     use std::os::unix::fs::symlink;
     let d = tmp("links");
     let src = d.join("src");
