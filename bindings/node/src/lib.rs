@@ -22,27 +22,18 @@
 //! the iterator protocols, the slab lookups and the streams.
 
 mod batch;
-#[cfg(unix)]
 mod bitable;
-#[cfg(unix)]
 mod bitable_build;
-#[cfg(unix)]
 mod bitable_check;
-#[cfg(unix)]
 mod bitable_read;
 mod convert;
 mod error;
 mod fast;
 mod js;
-#[cfg(unix)]
 mod object_args;
-#[cfg(unix)]
 mod object_reports;
-#[cfg(unix)]
 mod object_streams;
-#[cfg(unix)]
 mod object_work;
-#[cfg(unix)]
 mod objects;
 mod range;
 mod reader;
@@ -52,21 +43,16 @@ mod value;
 
 use napi_derive::napi;
 
-#[cfg(unix)]
 pub use bitable::{Bitable, bitable_fast};
-#[cfg(unix)]
 pub use bitable_build::{
     BitableWriter, UnsortedBitableWriter, bitable_sink_abort, bitable_sink_end, bitable_sink_write,
 };
-#[cfg(unix)]
 pub use bitable_read::{BitableCursor, BitableRange, bitable_pieces_close, bitable_pieces_length, bitable_pieces_read};
 pub use error::{error_codes, error_for_code};
 pub use fast::fast_paths;
-#[cfg(unix)]
 pub use object_streams::{
     many_close, many_next, many_next_sync, pieces_close, pieces_length, pieces_read, sink_abort, sink_end, sink_write,
 };
-#[cfg(unix)]
 pub use objects::Objects;
 pub use range::Range;
 pub use reader::reads_of;
