@@ -40,7 +40,7 @@ test-rust:
 # core's posix-locks feature: every suite that locks across handles,
 # threads or processes, and the CLI's lock tests (they run the CLI binary,
 # built with the same feature).
-POSIX_LOCK_SUITES := locks file multiprocess kill pin_race idle_pins idle_pins_fork \
+POSIX_LOCK_SUITES := locks lock_changes file multiprocess kill pin_race idle_pins idle_pins_fork \
 	objects_handles objects_multiprocess objects_kill objects_staging_race objects_threads objects_pack
 test-posix-locks:
 	$(CARGO) test --locked -p bale --features posix-locks --lib $(addprefix --test ,$(POSIX_LOCK_SUITES))

@@ -214,8 +214,11 @@ fn handles_of_one_process_conflict_and_see_each_other() {
     assert!(a.set(LockKind::Shared, X, 1, false).unwrap());
     assert!(!b.set(LockKind::Exclusive, X, 1, false).unwrap(), "an exclusive lock over another handle's shared one");
     assert!(b.set(LockKind::Shared, X, 1, false).unwrap());
-    assert_eq!(a.probe(X, 1).unwrap(), Some(X), "a probe misses the other handle's lock");
-    assert_eq!(b.probe(X, 1).unwrap(), Some(X));
+    // Windows cannot test a byte the probing handle holds itself, so it
+    // reports nothing there (LockHandle::probe).
+    let shared_with_me = if cfg!(windows) { None } else { Some(X) };
+    assert_eq!(a.probe(X, 1).unwrap(), shared_with_me, "a probe misses the other handle's lock");
+    assert_eq!(b.probe(X, 1).unwrap(), shared_with_me);
     // The last shared holder going lets the other upgrade.
     a.unlock(X, 1).unwrap();
     assert_eq!(b.probe(X, 1).unwrap(), None, "a handle's own lock is reported to it");
@@ -236,7 +239,15 @@ fn handles_of_one_process_conflict_and_see_each_other() {
     assert!(b.set(LockKind::Exclusive, Y + 10, 1, false).unwrap());
     assert_eq!(a.probe(Y, 20).unwrap(), Some(Y + 10));
     assert_eq!(b.probe(Y + 3, 20).unwrap(), Some(Y + 3));
-    // Unlocking the middle of a range keeps both ends.
+    // Unlocking the middle of a range keeps both ends; Windows refuses a
+    // partial unlock instead (LockHandle::set) and keeps the whole range.
+    if cfg!(windows) {
+        assert_eq!(a.unlock(Y + 4, 2).unwrap_err().kind(), ErrorKind::InvalidArgument);
+        assert!(!b.set(LockKind::Exclusive, Y + 5, 1, false).unwrap(), "a refused unlock let bytes go");
+        assert!(held_elsewhere(TEST, &path, Y + 6));
+        let _ = std::fs::remove_file(&path);
+        return;
+    }
     a.unlock(Y + 4, 2).unwrap();
     assert!(b.set(LockKind::Exclusive, Y + 5, 1, false).unwrap());
     assert!(!b.set(LockKind::Exclusive, Y + 3, 1, false).unwrap());

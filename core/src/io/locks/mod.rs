@@ -69,13 +69,16 @@ impl LockHandle {
     /// Locks `len` bytes from `start` as `kind`, replacing this handle's own
     /// lock on them (an upgrade or downgrade). Ok(false) when another handle
     /// holds a conflicting lock and `wait` is false; with `wait`, blocks
-    /// until it is free.
+    /// until it is free. On Windows a range that overlaps one of this
+    /// handle's locks without matching it exactly is refused with
+    /// `INVALID_ARGUMENT` (bale locks single bytes and whole ranges only).
     pub fn set(&self, kind: LockKind, start: u64, len: u64, wait: bool) -> Result<bool> {
         check_range(start, len)?;
         self.0.set(kind, start, len, wait)
     }
 
-    /// Releases this handle's locks on `len` bytes from `start`.
+    /// Releases this handle's locks on `len` bytes from `start` (on Windows,
+    /// exactly a range it locked, as for `set`).
     pub fn unlock(&self, start: u64, len: u64) -> Result<()> {
         check_range(start, len)?;
         self.0.unlock(start, len)
@@ -84,7 +87,11 @@ impl LockHandle {
     /// The first byte, in `len` bytes from `start`, of some lock that
     /// another handle (of this or another process) holds there, or None.
     /// Not necessarily the lowest such byte. This handle's own locks are
-    /// never reported.
+    /// never reported. On Windows, bytes this handle holds are not
+    /// examined at all, so another handle's shared lock on them goes
+    /// unreported too (a handle cannot test a byte it holds); the tree
+    /// store's pin probe lets its idle pins go first and counts its live
+    /// ones itself, so this changes none of its answers.
     pub fn probe(&self, start: u64, len: u64) -> Result<Option<u64>> {
         check_range(start, len)?;
         // A lock reported whole may begin before the range.
