@@ -97,8 +97,10 @@ fn a_downgrade_never_lets_the_bytes_go() {
     // Odd while the owner holds the bytes (exclusive, then shared).
     let epoch = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
+    // The last odd epoch throughout which the thief tried.
+    let seen = Arc::new(AtomicU64::new(0));
     let t = {
-        let (thief, epoch, stop) = (thief.clone(), epoch.clone(), stop.clone());
+        let (thief, epoch, stop, seen) = (thief.clone(), epoch.clone(), stop.clone(), seen.clone());
         std::thread::spawn(move || {
             let mut tried_while_held = 0u64;
             while !stop.load(Ordering::SeqCst) {
@@ -109,15 +111,22 @@ fn a_downgrade_never_lets_the_bytes_go() {
                 if got {
                     thief.unlock(X, 1).unwrap();
                 }
-                tried_while_held += u64::from(held_throughout);
+                if held_throughout {
+                    seen.store(before, Ordering::SeqCst);
+                    tried_while_held += 1;
+                }
             }
             tried_while_held
         })
     };
     for _ in 0..300 {
         assert!(owner.set(LockKind::Exclusive, X, 1, true).unwrap());
-        epoch.fetch_add(1, Ordering::SeqCst);
-        std::thread::yield_now();
+        let held = epoch.fetch_add(1, Ordering::SeqCst) + 1;
+        // Once the thief has tried against the exclusive lock, it is
+        // trying while the downgrade runs, however threads are scheduled.
+        while seen.load(Ordering::SeqCst) < held && !t.is_finished() {
+            std::thread::yield_now();
+        }
         assert!(owner.set(LockKind::Shared, X, 1, false).unwrap());
         std::thread::yield_now();
         epoch.fetch_add(1, Ordering::SeqCst);
