@@ -1,7 +1,7 @@
 # The core built for Windows (x86_64-pc-windows-gnu, mingw-w64) and its
 # test binaries run under Wine.
 #
-#   make test-windows   install what is missing, cross-build the core's
+#   make test-windows   install what is missing, cross-build the core's and CLI's
 #                       tests, run them under Wine
 #   make lint-windows   clippy for the Windows build (part of `make lint`)
 #   make wine-prefix    the Wine prefix only (target/wine)
@@ -46,11 +46,12 @@ $(WIN_READY): $(WIN_SHIM)
 wine-prefix: $(WIN_READY)
 
 lint-windows: windows-tools
-	$(CARGO) clippy --target $(WIN_TRIPLE) -p bale --all-targets --locked -- -D warnings
+	$(CARGO) clippy --target $(WIN_TRIPLE) -p bale -p bale-cli --all-targets --locked -- -D warnings
 
-# Every core test (unit and integration) as a Windows binary under Wine.
+# Every test of the core and the CLI (unit and integration) as Windows
+# binaries under Wine.
 # Doc tests run in the native build only.
 test-windows: $(WIN_READY)
 	WINEPREFIX=$(WINEPREFIX) CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=wine \
-		$(CARGO) test --target $(WIN_TRIPLE) -p bale --tests --locked
+		$(CARGO) test --target $(WIN_TRIPLE) -p bale -p bale-cli --tests --locked
 	WINEPREFIX=$(WINEPREFIX) wineserver -k || true

@@ -196,7 +196,9 @@ fn json_outputs_have_stable_fields() {
     assert_eq!(st["compressed_records"], 0);
     assert_eq!(st["config"]["compression"], "never", "the policy for new records too");
 
-    let r = json(&["--json", "obj", "repair", &s, "--rebuild-index"]);
+    let Some(r) = json_replacing(&["--json", "obj", "repair", &s, "--rebuild-index"]) else {
+        return;
+    };
     assert_eq!(r["objects"], 1);
     for field in ["records", "bad_records", "skipped_ranges"] {
         assert!(r[field].is_u64(), "repair lacks {field}: {r}");
@@ -271,30 +273,35 @@ fn get_output_never_follows_a_link_nor_overwrites() {
     ok(&["obj", "get", &s, &id, "-o", &out, "--force"]);
     assert_eq!(std::fs::read(&out).unwrap(), data);
 
-    // A link to an existing file: refused with and without --force, and
-    // the file it points at is untouched.
-    let target = file(&t, "target", b"not yours");
-    let link = t.path("link");
-    std::os::unix::fs::symlink(&target, &link).unwrap();
-    let link = link.display().to_string();
-    for force in [false, true] {
-        let mut args = vec!["obj", "get", s.as_str(), id.as_str(), "-o", link.as_str()];
-        if force {
-            args.push("--force");
+    // Links (Unix only: on Windows creating one needs a privilege, and
+    // Wine, where the Windows tests run, makes none).
+    #[cfg(unix)]
+    {
+        // A link to an existing file: refused with and without --force, and
+        // the file it points at is untouched.
+        let target = file(&t, "target", b"not yours");
+        let link = t.path("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let link = link.display().to_string();
+        for force in [false, true] {
+            let mut args = vec!["obj", "get", s.as_str(), id.as_str(), "-o", link.as_str()];
+            if force {
+                args.push("--force");
+            }
+            let (c, _, err) = fails(&args);
+            assert_eq!(c, 1, "{err}");
+            assert_eq!(std::fs::read(&target).unwrap(), b"not yours");
+            assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
         }
-        let (c, _, err) = fails(&args);
-        assert_eq!(c, 1, "{err}");
-        assert_eq!(std::fs::read(&target).unwrap(), b"not yours");
-        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        // A dangling link: its target is not created.
+        let nowhere = t.path("nowhere");
+        let dangling = t.path("dangling");
+        std::os::unix::fs::symlink(&nowhere, &dangling).unwrap();
+        let dangling = dangling.display().to_string();
+        assert_eq!(code(&run(&["obj", "get", &s, &id, "-o", &dangling])), 1);
+        assert_eq!(code(&run(&["obj", "get", &s, &id, "-o", &dangling, "--force"])), 1);
+        assert!(!nowhere.exists());
     }
-    // A dangling link: its target is not created.
-    let nowhere = t.path("nowhere");
-    let dangling = t.path("dangling");
-    std::os::unix::fs::symlink(&nowhere, &dangling).unwrap();
-    let dangling = dangling.display().to_string();
-    assert_eq!(code(&run(&["obj", "get", &s, &id, "-o", &dangling])), 1);
-    assert_eq!(code(&run(&["obj", "get", &s, &id, "-o", &dangling, "--force"])), 1);
-    assert!(!nowhere.exists());
 
     // A missing object leaves no file behind.
     let fresh = t.path("fresh").display().to_string();
@@ -449,7 +456,9 @@ fn damage_is_found_and_exits_3() {
     assert_eq!(c, 3, "{err}");
 
     // Rebuilding the index skips the damaged records and says so.
-    let r = json(&["--json", "obj", "repair", &s, "--rebuild-index"]);
+    let Some(r) = json_replacing(&["--json", "obj", "repair", &s, "--rebuild-index"]) else {
+        return;
+    };
     assert!(r["bad_records"].as_u64().unwrap() + r["skipped_ranges"].as_u64().unwrap() > 0, "{r}");
 }
 
@@ -470,7 +479,9 @@ fn repair_rebuilds_a_lost_index() {
 
     std::fs::remove_file(Path::new(&s).join("index")).unwrap();
     assert_ne!(code(&run(&["obj", "ls", &s])), 0);
-    let out = text(&["obj", "repair", &s, "--rebuild-index"]);
+    let Some(out) = replacing(&["obj", "repair", &s, "--rebuild-index"]).map(|o| String::from_utf8(o).unwrap()) else {
+        return;
+    };
     assert!(out.starts_with("rebuilt the index"), "{out}");
     assert_eq!(lines(&["obj", "ls", &s]), ids);
     assert_eq!(code(&run(&["obj", "validate", &s])), 0);
@@ -580,6 +591,9 @@ fn help_lists_the_verbs() {
     assert!(top.contains("obj"), "{top}");
 }
 
+/// Unix only: the tree holds a symbolic link (see the links in
+/// get_output_never_follows_a_link_nor_overwrites).
+#[cfg(unix)]
 #[test]
 fn adds_a_directory_tree_and_records_paths() {
     let t = Tmp::new();
@@ -680,7 +694,9 @@ fn export_import_and_clean() {
 
     // Clean packs and compacts; the objects stay.
     std::fs::write(Path::new(&s).join("index.compact"), b"left by a crash").unwrap();
-    let r = json(&["--json", "obj", "clean", &s]);
+    let Some(r) = json_replacing(&["--json", "obj", "clean", &s]) else {
+        return;
+    };
     for field in ["files_removed", "bytes_freed", "index_bytes_before", "index_bytes_after"] {
         assert!(r[field].is_u64(), "clean lacks {field}: {r}");
     }
@@ -689,5 +705,7 @@ fn export_import_and_clean() {
     assert_eq!(json(&["--json", "obj", "stat", &s])["staged_records"], 0);
     assert_eq!(lines(&["obj", "ls", &s]), sorted);
     assert_eq!(code(&run(&["obj", "validate", &s])), 0);
-    assert!(text(&["obj", "clean", &single]).starts_with("cleaned"));
+    if let Some(out) = replacing(&["obj", "clean", &single]) {
+        assert!(String::from_utf8(out).unwrap().starts_with("cleaned"));
+    }
 }

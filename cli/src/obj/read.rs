@@ -85,32 +85,65 @@ pub fn get(ctx: &Ctx, a: GetArgs) -> Result<u8, Failure> {
     Ok(exit::OK)
 }
 
-/// Opens OUT for writing without ever following a symbolic link there:
-/// O_NOFOLLOW, and without `force` O_EXCL (which refuses any existing
-/// name, dangling links included).
+/// Opens OUT for writing without ever following a symbolic link there
+/// (`no_follow`), and without `force` only as a new file (which refuses any
+/// existing name, dangling links included).
 fn create_output(path: &Path, force: bool) -> Result<File, Failure> {
-    use std::os::unix::fs::OpenOptionsExt;
+    let shown = path.display();
+    let link = || Failure::new("IO", format!("{shown}: is a symbolic link; refusing to write through it"), exit::ERROR);
     let mut o = OpenOptions::new();
-    o.write(true).custom_flags(libc::O_NOFOLLOW);
+    o.write(true);
+    no_follow(&mut o);
     if force {
         o.create(true).truncate(true);
     } else {
         o.create_new(true);
     }
-    o.open(path).map_err(|e| {
-        let shown = path.display();
-        match e.raw_os_error() {
-            Some(libc::EEXIST) => Failure::new(
+    let f = o.open(path).map_err(|e| {
+        if e.kind() == io::ErrorKind::AlreadyExists {
+            return Failure::new(
                 "IO",
                 format!("{shown}: exists; pass --force to replace it (a symbolic link is never followed)"),
                 exit::ERROR,
-            ),
-            Some(libc::ELOOP) => {
-                Failure::new("IO", format!("{shown}: is a symbolic link; refusing to write through it"), exit::ERROR)
-            }
-            _ => Failure::io(shown, e),
+            );
         }
-    })
+        #[cfg(unix)]
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            return link();
+        }
+        Failure::io(path.display(), e)
+    })?;
+    if opened_a_link(&f) {
+        return Err(link());
+    }
+    Ok(f)
+}
+
+/// O_NOFOLLOW: opening a link fails with ELOOP.
+#[cfg(unix)]
+fn no_follow(o: &mut OpenOptions) {
+    use std::os::unix::fs::OpenOptionsExt;
+    o.custom_flags(libc::O_NOFOLLOW);
+}
+
+#[cfg(unix)]
+fn opened_a_link(_: &File) -> bool {
+    false
+}
+
+/// FILE_FLAG_OPEN_REPARSE_POINT: a link is opened itself, never its target,
+/// and then refused (what --force truncated is the link's own empty data).
+#[cfg(windows)]
+fn no_follow(o: &mut OpenOptions) {
+    use std::os::windows::fs::OpenOptionsExt;
+    o.custom_flags(windows_sys::Win32::Storage::FileSystem::FILE_FLAG_OPEN_REPARSE_POINT);
+}
+
+#[cfg(windows)]
+fn opened_a_link(f: &File) -> bool {
+    use std::os::windows::fs::MetadataExt;
+    f.metadata()
+        .is_ok_and(|m| m.file_attributes() & windows_sys::Win32::Storage::FileSystem::FILE_ATTRIBUTE_REPARSE_POINT != 0)
 }
 
 /// Copies an object to an output, telling read errors (the store) from

@@ -82,6 +82,29 @@ pub fn ok_with(args: &[&str], stdin: &[u8]) -> Vec<u8> {
     o.stdout
 }
 
+#[path = "../../../core/tests/support/replace.rs"]
+mod replace;
+
+/// Runs a command that renames a file over one that is open (compaction,
+/// `obj clean`, an index rebuild; FORMAT.md, "Windows"). Where the system
+/// cannot (core/tests/support/replace.rs: Wine), asserts that it failed
+/// with IO saying so and returns None; elsewhere it must succeed.
+pub fn replacing(args: &[&str]) -> Option<Vec<u8>> {
+    let o = run(args);
+    if code(&o) == 0 {
+        return Some(o.stdout);
+    }
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!replace::replaces_open_files(), "bale {args:?} failed: {err}");
+    assert_eq!(code(&o), 1, "{err}");
+    assert!(err.contains("IO") && err.contains("cannot replace a file that is open"), "{err}");
+    None
+}
+
+pub fn json_replacing(args: &[&str]) -> Option<Value> {
+    replacing(args).map(|out| serde_json::from_slice(&out).expect("json"))
+}
+
 pub fn text(args: &[&str]) -> String {
     String::from_utf8(ok(args)).unwrap()
 }
