@@ -121,6 +121,7 @@ async function checkModel(t, model) {
   assert.equal(c.ordinal, keys.length)
   assert.equal(c.seek(keys[keys.length >> 1]), true)
   assert.deepEqual(c.key, keys[keys.length >> 1])
+  c.close()
   const report = await t.check()
   assert.equal(report.ok, true)
   assert.equal(report.entriesChecked, keys.length)
@@ -602,6 +603,19 @@ describe('reading', () => {
     for (let p = await pieces.next(); !p.done; p = await pieces.next()) parts.push(p.value)
     assert.deepEqual(Buffer.concat(parts), pseudo(50000, 5))
     await assert.rejects(collect(t.createReadStream('large')), code('CLOSED'))
+    // A cursor lets its handle go at close() rather than when collected.
+    assert.equal(c.closed, false)
+    c.close()
+    c.close()
+    assert.equal(c.closed, true)
+    for (const call of [() => c.valid, () => c.key, () => c.value, () => c.valueLength, () => c.ordinal,
+      () => c.next(), () => c.prev(), () => c.seek('1'), () => c.first(), () => c.last()]) {
+      assert.throws(call, code('CLOSED'))
+    }
+    it.return()
+    // Nothing holds the file now: Windows too lets it go.
+    fs.rmSync(file)
+    assert.equal(fs.existsSync(file), false)
   })
 
   test('worker_threads open one file and read it alike', async () => {

@@ -48,6 +48,8 @@ async function main(path: string): Promise<void> {
   const value: Buffer | undefined = c.value
   const moved: boolean = c.next() && c.prev() && c.seek('b') && c.first() && c.last()
   const ordinal: number = c.ordinal
+  c.close()
+  const gone: boolean = c.closed
   const found: BitableCursor | null = t.find('zz')
   const rank: number = t.rank('b')
   const picked: BitableCursor = t.select(1)
@@ -86,7 +88,7 @@ async function main(path: string): Promise<void> {
   m.discard()
 
   void [badLayout, appended, maxKey, fileBytes, v, later, has, count, key, value, moved, ordinal, found, rank]
-  void [picked, values, under, stream, report.ok, runs, sorted.entries, merged, exported, badSort]
+  void [picked, gone, values, under, stream, report.ok, runs, sorted.entries, merged, exported, badSort]
 }
 
 void main

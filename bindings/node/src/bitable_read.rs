@@ -34,27 +34,40 @@ const MAX_PIECE: u64 = 16 << 20;
 /// return whether they land on a pair.
 #[napi]
 pub struct BitableCursor {
-    c: core::Cursor,
+    /// `None` once closed.
+    c: Option<core::Cursor>,
 }
 
 impl BitableCursor {
     pub fn new(c: core::Cursor) -> BitableCursor {
-        BitableCursor { c }
+        BitableCursor { c: Some(c) }
     }
+
+    fn cursor(&self, env: &Env) -> Result<&core::Cursor> {
+        self.c.as_ref().ok_or_else(|| error::to_napi(env.raw(), &cursor_closed()))
+    }
+
+    fn cursor_mut(&mut self, env: &Env) -> Result<&mut core::Cursor> {
+        self.c.as_mut().ok_or_else(|| error::to_napi(env.raw(), &cursor_closed()))
+    }
+}
+
+fn cursor_closed() -> bale::Error {
+    bale::Error::new(ErrorKind::Closed, "the cursor was closed")
 }
 
 #[napi]
 impl BitableCursor {
     /// True while the cursor is on a pair.
     #[napi(getter)]
-    pub fn valid(&self) -> bool {
-        self.c.valid()
+    pub fn valid(&self, env: Env) -> Result<bool> {
+        Ok(self.cursor(&env)?.valid())
     }
 
     /// The current key (a Buffer), or `undefined` past either end.
     #[napi(getter, ts_return_type = "Buffer | undefined")]
     pub fn key(&self, env: Env) -> Result<Raw> {
-        Ok(Raw(match self.c.key() {
+        Ok(Raw(match self.cursor(&env)?.key() {
             Some(k) => js::buffer_copy(env.raw(), k)?,
             None => js::undefined(env.raw())?,
         }))
@@ -64,7 +77,7 @@ impl BitableCursor {
     /// table's `createReadStream`), or `undefined` past either end.
     #[napi(getter, ts_return_type = "Buffer | undefined")]
     pub fn value(&self, env: Env) -> Result<Raw> {
-        Ok(Raw(match self.c.value().or_throw(&env)? {
+        Ok(Raw(match self.cursor(&env)?.value().or_throw(&env)? {
             Some(v) => value_buffer(env.raw(), &v)?.or_throw(&env)?,
             None => js::undefined(env.raw())?,
         }))
@@ -73,7 +86,7 @@ impl BitableCursor {
     /// The length of the current value, or `undefined` past either end.
     #[napi(getter, ts_return_type = "number | undefined")]
     pub fn value_length(&self, env: Env) -> Result<Raw> {
-        Ok(Raw(match self.c.value().or_throw(&env)? {
+        Ok(Raw(match self.cursor(&env)?.value().or_throw(&env)? {
             Some(v) => js::number(env.raw(), v.len() as f64)?,
             None => js::undefined(env.raw())?,
         }))
@@ -82,20 +95,20 @@ impl BitableCursor {
     /// The ordinal of the current pair (0 is the first); the table's count
     /// past either end.
     #[napi(getter)]
-    pub fn ordinal(&self) -> f64 {
-        self.c.ordinal() as f64
+    pub fn ordinal(&self, env: Env) -> Result<f64> {
+        Ok(self.cursor(&env)?.ordinal() as f64)
     }
 
     /// To the next pair; false (and not `valid`) past the last.
     #[napi]
     pub fn next(&mut self, env: Env) -> Result<bool> {
-        self.c.next().or_throw(&env)
+        self.cursor_mut(&env)?.next().or_throw(&env)
     }
 
     /// To the previous pair; false (and not `valid`) before the first.
     #[napi]
     pub fn prev(&mut self, env: Env) -> Result<bool> {
-        self.c.prev().or_throw(&env)
+        self.cursor_mut(&env)?.prev().or_throw(&env)
     }
 
     /// To the first pair whose key is `>= key`.
@@ -103,19 +116,32 @@ impl BitableCursor {
     pub fn seek(&mut self, env: Env, key: Raw) -> Result<bool> {
         // SAFETY: key is an argument of the running call.
         let k = unsafe { Bytes::from_napi_value(env.raw(), key.0) }?;
-        self.c.seek(&k).or_throw(&env)
+        self.cursor_mut(&env)?.seek(&k).or_throw(&env)
     }
 
     /// To the first pair of the table.
     #[napi]
     pub fn first(&mut self, env: Env) -> Result<bool> {
-        self.c.first().or_throw(&env)
+        self.cursor_mut(&env)?.first().or_throw(&env)
     }
 
     /// To the last pair of the table.
     #[napi]
     pub fn last(&mut self, env: Env) -> Result<bool> {
-        self.c.last().or_throw(&env)
+        self.cursor_mut(&env)?.last().or_throw(&env)
+    }
+
+    /// Lets the cursor's handle on the table go (the file is unmapped and
+    /// closed once nothing else holds it), instead of at garbage
+    /// collection; later calls throw `CLOSED`.
+    #[napi]
+    pub fn close(&mut self) {
+        self.c = None;
+    }
+
+    #[napi(getter)]
+    pub fn closed(&self) -> bool {
+        self.c.is_none()
     }
 }
 

@@ -62,6 +62,7 @@ export async function digest(t) {
     add(c.ordinal)
     c.next()
     add(c.key)
+    c.close()
     if (v.length > 1024) {
       for await (const piece of t.createReadStream(k, { highWaterMark: 4096 })) add(piece)
     }
