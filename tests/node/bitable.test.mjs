@@ -12,6 +12,7 @@ import { Readable } from 'node:stream'
 import { Bitable, BitableWriter, UnsortedBitableWriter, Tree } from '../../bindings/node/index.js'
 import { code } from './helpers/codes.mjs'
 import { tmpDir } from './helpers/tmp.mjs'
+import { replacesOpenFiles, refusal } from './helpers/replace.mjs'
 import { randomModel, digest, pseudo } from './helpers/bitable-data.mjs'
 
 const dir = tmpDir('bitable')
@@ -180,6 +181,7 @@ describe('round trips', () => {
     assert.equal(t.rank('x'), 0)
     assert.deepEqual(t.stats().levelPages, [])
     assert.equal(t.checkSync().ok, true)
+    t.close()
   })
 
   test('keys and values as Buffers, views, ArrayBuffers and strings; getSync beyond the slab', () => {
@@ -201,6 +203,7 @@ describe('round trips', () => {
     const reads = Array.from({ length: 200 }, () => t.getSync('a'))
     assert.ok(reads.every((r) => r.toString() === 'text value'))
     assert.equal(t.stats().completion, 'fast')
+    t.close()
   })
 
   test('getInto reads into the caller\'s buffer and says how long the value is', () => {
@@ -288,8 +291,9 @@ describe('errors', () => {
     w.append(Buffer.alloc(1024, 'c'), '3')
     assert.equal(w.length, 2)
     w.finishSync()
-    assert.deepEqual(Bitable.openSync(file).range().toArray().map(([k, v]) => [k.length, v.toString()]),
-      [[1, '1'], [1024, '3']])
+    const t = Bitable.openSync(file)
+    assert.deepEqual(t.range().toArray().map(([k, v]) => [k.length, v.toString()]), [[1, '1'], [1024, '3']])
+    t.close()
   })
 
   test('arguments of the wrong type or value', async () => {
@@ -338,9 +342,12 @@ describe('errors', () => {
     assert.throws(() => lowerBound('k'), code('INVALID_ARGUMENT'))
     assert.throws(() => range(), code('INVALID_ARGUMENT'))
     await assert.rejects(get('k'), code('INVALID_ARGUMENT'))
-    const { append, appendStream } = BitableWriter.create(where())
+    const w2 = BitableWriter.create(where())
+    const { append, appendStream } = w2
     assert.throws(() => append('k', 'v'), code('INVALID_ARGUMENT'))
     await assert.rejects(appendStream('k', ['v']), code('INVALID_ARGUMENT'))
+    w2.discard()
+    t.close()
   })
 
   test('damaged and foreign files fail with their codes', async () => {
@@ -379,10 +386,14 @@ describe('errors', () => {
         assert.deepEqual([report.problems[0].page, report.problems[0].code], [2, 'CHECKSUM_MISMATCH'])
       }
       assert.equal(t.getSync('00000').toString(), 'value 0')
+      // Windows cannot rewrite a file that is open (or mapped).
+      t.close()
     }
     // A flipped bit in a large value's first block.
     fs.writeFileSync(file, good)
-    const s = Bitable.openSync(file).stats()
+    const whole = Bitable.openSync(file)
+    const s = whole.stats()
+    whole.close()
     const block = Buffer.from(good)
     block[s.fileBytes - s.valueRegionBytes + 100] ^= 1
     fs.writeFileSync(file, block)
@@ -393,6 +404,7 @@ describe('errors', () => {
     await assert.rejects(collect(t.createReadStream('large')), code('CHECKSUM_MISMATCH'))
     await assert.rejects(collect(t.createReadStream('missing')), code('NOT_FOUND'))
     assert.equal(t.checkSync().problems[0].code, 'CHECKSUM_MISMATCH')
+    t.close()
   })
 })
 
@@ -413,11 +425,30 @@ describe('building', () => {
     const w2 = BitableWriter.create(file)
     w2.append('new', 'pairs')
     assert.equal(fs.readdirSync(d).length, 2)
-    assert.equal(Bitable.openSync(file).getSync('old').toString(), 'table')
+    // Finishing replaces the table while a reader has it open.
+    const old = Bitable.openSync(file)
+    assert.equal(old.getSync('old').toString(), 'table')
+    if (!replacesOpenFiles()) {
+      // Refused here: the build fails at its end, and the old table stays.
+      await assert.rejects(w2.finish(), refusal)
+      assert.equal(old.getSync('old').toString(), 'table')
+      old.close()
+      assert.deepEqual(fs.readdirSync(d), ['t.bitable'])
+      const again = Bitable.openSync(file)
+      assert.equal(again.getSync('old').toString(), 'table')
+      assert.equal(again.count, 1)
+      again.close()
+      assert.throws(() => w2.finishSync(), code('CLOSED'))
+      return
+    }
     const s = await w2.finish()
+    assert.equal(old.getSync('old').toString(), 'table', 'a reader keeps the table it opened')
+    old.close()
     assert.equal(s.entries, 1)
     assert.deepEqual(fs.readdirSync(d), ['t.bitable'])
-    assert.equal(Bitable.openSync(file).getSync('new').toString(), 'pairs')
+    const replaced = Bitable.openSync(file)
+    assert.equal(replaced.getSync('new').toString(), 'pairs')
+    replaced.close()
     assert.throws(() => w2.finishSync(), code('CLOSED'))
   })
 
@@ -439,6 +470,7 @@ describe('building', () => {
     const t = Bitable.openSync(file)
     assert.deepEqual(t.range().toArray().map(([k, v]) => [k.toString(), v.length]), [['a', 1], ['b', 5004], ['c', 1]])
     assert.equal(t.checkSync().ok, true)
+    t.close()
   })
 
   test('calls made while the writer is lent out fail with LOCKED', async () => {
@@ -461,7 +493,9 @@ describe('building', () => {
     assert.throws(() => w.mergeSync([table]), locked)
     assert.throws(() => w.discard(), locked)
     await assert.rejects(w.merge([table]), locked)
-    await assert.rejects(w.appendTree(Tree.open(path.join(path.dirname(src), 't.bale'), { create: true })), locked)
+    const tree = Tree.open(path.join(path.dirname(src), 't.bale'), { create: true })
+    await assert.rejects(w.appendTree(tree), locked)
+    tree.close()
     await assert.rejects(w.appendStream('c', ['v']), locked)
     await assert.rejects(w.finish(), locked)
     open()
@@ -471,8 +505,11 @@ describe('building', () => {
     assert.equal(w.length, 4)
     const out = w.path
     assert.equal((await w.finish()).entries, 4)
-    assert.deepEqual(Bitable.openSync(out).range().toArray().map(([k, v]) => [k.toString(), v.toString()]),
+    table.close()
+    const built = Bitable.openSync(out)
+    assert.deepEqual(built.range().toArray().map(([k, v]) => [k.toString(), v.toString()]),
       [['a', '1'], ['b', 'partend'], ['m', 'merged'], ['n', 'v']])
+    built.close()
   })
 
   test('merge and appendTree, in both forms', async () => {
@@ -493,7 +530,9 @@ describe('building', () => {
       assert.equal(w.length, want.size + 1)
       const out = w.path
       sync ? w.finishSync() : await w.finish()
-      const got = Bitable.openSync(out).range().toArray()
+      const merged = Bitable.openSync(out)
+      const got = merged.range().toArray()
+      merged.close()
       assert.deepEqual(got.map(([k, v]) => [k.toString(), v]), [['', Buffer.from('first')], ...[...want].sort()])
     }
     const e = BitableWriter.create(where('e'))
@@ -510,10 +549,16 @@ describe('building', () => {
       assert.equal(sync ? w.appendTreeSync(tree) : await w.appendTree(tree), 1001)
       const out = w.path
       await w.finish()
-      assert.deepEqual(Bitable.openSync(out).range().toArray(), tree.range().toArray())
+      const appended = Bitable.openSync(out)
+      assert.deepEqual(appended.range().toArray(), tree.range().toArray())
+      appended.close()
     }
-    assert.throws(() => BitableWriter.create(where('y')).appendTreeSync(a), code('INVALID_ARGUMENT'))
+    const y = BitableWriter.create(where('y'))
+    assert.throws(() => y.appendTreeSync(a), code('INVALID_ARGUMENT'))
+    y.discard()
     tree.close()
+    a.close()
+    b.close()
   })
 
   test('an unsorted build', async () => {
@@ -536,6 +581,7 @@ describe('building', () => {
     const t = Bitable.openSync(file)
     assert.deepEqual(t.range().toArray().map(([k, v]) => [k.toString(), Buffer.from(v)]),
       [...model].sort(([a], [b]) => cmp(Buffer.from(a), Buffer.from(b))).map(([k, v]) => [k, Buffer.from(v)]))
+    t.close()
     const e = UnsortedBitableWriter.create(file, { onDuplicate: 'error' })
     e.add('b', '1')
     e.add('a', '2')
@@ -546,7 +592,9 @@ describe('building', () => {
     d.add('x', '1')
     d.discard()
     assert.deepEqual(fs.readdirSync(path.dirname(file)), ['t.bitable'])
-    assert.equal(Bitable.openSync(file).getSync('x'), undefined)
+    const kept = Bitable.openSync(file)
+    assert.equal(kept.getSync('x'), undefined)
+    kept.close()
   })
 })
 
@@ -573,6 +621,7 @@ describe('reading', () => {
       await assert.rejects(run(), (e) => e === boom)
       assert.deepEqual(calls, ['called']) // not called again after it threw
     }
+    t.close()
   })
 
   test('a closed table, and what outlives it', async () => {
@@ -622,14 +671,19 @@ describe('reading', () => {
     const file = where()
     const model = randomModel(99, 3000, 400)
     await build(file, model)
-    const want = await digest(Bitable.openSync(file))
+    const table = Bitable.openSync(file)
+    const want = await digest(table)
+    table.close()
     const results = await Promise.all([1, 2, 3, 4].map((i) => new Promise((resolve, reject) => {
       const w = new Worker(new URL('./helpers/bitable-worker.mjs', import.meta.url), {
         workerData: { file, mmap: i % 2 === 0 },
       })
-      w.once('message', resolve)
+      // It closes its table after posting: the test ends once it has ended,
+      // so that nothing holds the file then.
+      let msg
+      w.once('message', (m) => { msg = m })
       w.once('error', reject)
-      w.once('exit', (c) => c !== 0 && reject(new Error(`worker exited with ${c}`)))
+      w.once('exit', (c) => c !== 0 ? reject(new Error(`worker exited with ${c}`)) : resolve(msg))
     })))
     for (const r of results) assert.equal(r, want)
   })

@@ -14,6 +14,7 @@ import { pipeline } from 'node:stream/promises'
 import { ObjectStore, Tree } from '../../bindings/node/index.js'
 import { code } from './helpers/codes.mjs'
 import { tmpDir, nextTurn } from './helpers/tmp.mjs'
+import { replacesOpenFiles, refusal } from './helpers/replace.mjs'
 import { pattern, content, SMALL_CHUNKS } from './helpers/objects-data.mjs'
 
 const dir = tmpDir('objects')
@@ -529,8 +530,20 @@ describe('maintenance', () => {
       await assert.rejects(call(s, 'validate', { sample: 150 }), code('INVALID_ARGUMENT'))
       await assert.rejects(call(s, 'validate', { sample: '10%' }), code('INVALID_ARGUMENT'))
       await assert.rejects(call(s, 'repack', { compression: 'fast' }), code('INVALID_ARGUMENT'))
-      s.addSync('staged')
+      const staged = s.addSync('staged')
       fs.writeFileSync(path.join(s.path, 'config.tmp'), 'left over')
+      if (!replacesOpenFiles()) {
+        // The open index cannot be replaced here: clean fails at that step,
+        // and the store goes on with the index it had.
+        await assert.rejects(call(s, 'clean'), refusal)
+        assert.deepEqual(s.getSync(a), data)
+        assert.equal(s.getSync(staged).toString(), 'staged')
+        assert.equal((await call(s, 'validate')).ok, true)
+        const more = s.addSync('after')
+        assert.equal(s.getSync(more).toString(), 'after')
+        s.close()
+        return
+      }
       const c = await call(s, 'clean')
       assert.ok(c.filesRemoved >= 2, JSON.stringify(c))
       assert.ok(c.indexBytesBefore > 0 && c.indexBytesAfter > 0)
@@ -595,12 +608,18 @@ describe('maintenance', () => {
         assert.deepEqual(s.getSync(id), Buffer.from(body))
       }
       tree.close()
-      // Links are refused, or skipped and listed; never followed.
-      fs.symlinkSync('/etc/passwd', path.join(root, 'sub', 'link'))
-      await assert.rejects(call(s, 'addTree', root), code('INVALID_ARGUMENT'))
+      // Links are refused, or skipped and listed; never followed. (Making a
+      // link on Windows needs a privilege, and under Wine it makes none.)
       const pathsFile = path.join(dir, `paths-${++n}.bale`)
-      const skipped = await call(s, 'addTree', root, { links: 'skip', paths: pathsFile })
-      assert.deepEqual(skipped.skipped, ['sub/link'])
+      if (process.platform !== 'win32') {
+        fs.symlinkSync('/etc/passwd', path.join(root, 'sub', 'link'))
+        await assert.rejects(call(s, 'addTree', root), code('INVALID_ARGUMENT'))
+        const skipped = await call(s, 'addTree', root, { links: 'skip', paths: pathsFile })
+        assert.deepEqual(skipped.skipped, ['sub/link'])
+      } else {
+        const skipped = await call(s, 'addTree', root, { links: 'skip', paths: pathsFile })
+        assert.deepEqual(skipped.skipped, [])
+      }
       const t2 = Tree.open(pathsFile, { readonly: true })
       assert.deepEqual(t2.keys().toArray().map(String), ['a.txt', 'sub/b.bin', 'sub/deeper/c', 'z.txt'])
       t2.close()
