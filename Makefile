@@ -16,7 +16,7 @@ demo: deps
 	$(CARGO) build --release --locked -p bale-cli
 	./scripts/demo.sh $${CARGO_TARGET_DIR:-target}/release/bale
 
-test: deps lint corpus-check test-rust test-posix-locks check-macos $(BINDING_TESTS)
+test: deps lint corpus-check test-rust test-posix-locks check-macos $(BINDING_TESTS) $(PLATFORM_TESTS)
 
 # Regenerates the current-version corpus in memory and fails on any byte of drift.
 corpus-check:

@@ -33,7 +33,7 @@ NODE_WIN_SUITES := $(filter-out tests/node/packages.test.mjs,$(sort $(wildcard t
 
 .PHONY: test-node-windows node-windows-addon node-windows-exe
 
-test: test-node-windows
+PLATFORM_TESTS += test-node-windows
 
 $(NODE_WIN_LIBNODE): | windows-tools
 	@mkdir -p $(dir $@)

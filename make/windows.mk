@@ -21,7 +21,7 @@ export WINEDEBUG := -all
 
 .PHONY: test-windows lint-windows windows-tools wine-prefix
 
-test: test-windows
+PLATFORM_TESTS += test-windows
 lint: lint-windows
 
 windows-tools:
