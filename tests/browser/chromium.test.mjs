@@ -7,7 +7,7 @@
 // target/browser-artifacts/.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
@@ -56,15 +56,45 @@ const ROOTS = [
   ['/', WASM],
 ];
 
+// The folder served under /big/ while a test needs it.
+let bigDir;
+// Body bytes of each range response, by path.
+const rangeBytes = new Map();
+
+// HEAD, and single `bytes=a-b` ranges (206), as static hosts and buckets
+// answer them; under /norange/ the same files, with ranges ignored (200).
 function serve(req, res) {
-  const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
-  const [prefix, dir] = ROOTS.find(([p]) => path.startsWith(p));
+  let path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+  const honoursRange = !path.startsWith('/norange/');
+  if (!honoursRange) path = path.slice('/norange'.length);
+  const [prefix, dir] = path.startsWith('/big/') && bigDir ? ['/big/', bigDir] : ROOTS.find(([p]) => path.startsWith(p));
   const file = resolve(dir, `.${path.slice(prefix.length - 1)}`);
   if ((file !== dir && !file.startsWith(dir + sep)) || !existsSync(file) || !statSync(file).isFile()) {
     res.writeHead(404).end('not found');
     return;
   }
-  res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-store' });
+  const size = statSync(file).size;
+  const head = { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-store', 'accept-ranges': 'bytes' };
+  if (req.method === 'HEAD') {
+    res.writeHead(200, { ...head, 'content-length': size }).end();
+    return;
+  }
+  const m = honoursRange && /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '');
+  if (m) {
+    const [start, end] = [Number(m[1]), Math.min(Number(m[2]), size - 1)];
+    const body = Buffer.alloc(Math.max(0, end - start + 1));
+    const fd = openSync(file, 'r');
+    try {
+      readSync(fd, body, 0, body.length, start);
+    } finally {
+      closeSync(fd);
+    }
+    rangeBytes.set(path, (rangeBytes.get(path) ?? 0) + body.length);
+    res.writeHead(206, { ...head, 'content-range': `bytes ${start}-${end}/${size}`, 'content-length': body.length });
+    res.end(body);
+    return;
+  }
+  res.writeHead(200, head);
   res.end(readFileSync(file));
 }
 
@@ -223,7 +253,7 @@ test('WorkerStore: stores in a worker through Promises; error codes, transfers a
   }
   assert.equal(typeof r.checksum.page, 'number');
   assert.match(r.badOption.message, /unknown range option "start"/);
-  assert.match(r.badSource.message, /open\(\) takes a Uint8Array, an ArrayBuffer, a Blob or a File/);
+  assert.match(r.badSource.message, /open\(\) takes a Uint8Array, an ArrayBuffer, a Blob, a File or a URL/);
   assert.equal(r.closedFlag, true);
   // The File read lazily in the worker: a full scan in far fewer source
   // reads than page reads, the cache within its budget.
@@ -277,10 +307,58 @@ test('inspector: a ~1 GiB store opens reading a few pages', async () => {
     await page.screenshot({ path: join(ARTIFACTS, 'inspector-1gib.png'), fullPage: true });
     assert.deepEqual(errors, []);
     await page.close();
+    await openByUrl(big.path, key);
   } finally {
+    bigDir = undefined;
     big.cleanup();
   }
 });
+
+/**
+ * The same ~1 GiB store read where it lies, by URL, with range requests
+ * from a Web Worker; a corpus store and bitable by URL read as from their
+ * files; a missing file, a server that ignores ranges, a file that is not
+ * bale's and a main-thread open each give their error code.
+ */
+async function openByUrl(bigPath, key) {
+  bigDir = dirname(bigPath);
+  rangeBytes.clear();
+  const store = manifest.cases.find((x) => x.id === 'thousands');
+  const table = manifest.bitable_cases.find((x) => x.id === 'bitable-deep');
+  const q = new URLSearchParams({
+    big: `${base}/big/${basename(bigPath)}`,
+    key,
+    store: `${base}/corpus/${store.file}`,
+    bitable: `${base}/corpus/${table.file}`,
+    missing: `${base}/corpus/no-such.bale`,
+    noRange: `${base}/norange/corpus/${store.file}`,
+    notBale: `${base}/corpus/manifest.json`,
+  });
+  const { page, errors, run } = await runPage(`/tests/browser/url.html?${q}`, 'urlRun', 120000);
+  assert.equal(run.ok, true, JSON.stringify(run.error));
+  const r = run.out;
+  assert.equal(r.big.value, smallValue(1234));
+  // What the store counted is what the server sent, and it is a few chunks
+  // of a file of more than 1 GiB.
+  const served = rangeBytes.get(`/big/${basename(bigPath)}`);
+  assert.equal(served, r.big.totalBytes);
+  assert.ok(r.big.bytes <= 4 * 16384 && r.big.reads <= 4, `open + get read ${r.big.bytes} bytes in ${r.big.reads} requests`);
+  console.log(`browser, 1 GiB store by URL: open + get(${key}) fetched ${r.big.bytes} bytes in ${r.big.reads} range requests`);
+  assert.deepEqual(r.big.firstKeys, ['big', smallKey(0), smallKey(1)]);
+  const want = JSON.parse(readFileSync(join(CORPUS, store.expect), 'utf8'));
+  assert.deepEqual(r.store.keys, want.entries.map(([k]) => Buffer.from(k, 'hex').toString()));
+  const wantTable = JSON.parse(readFileSync(join(CORPUS, table.expect), 'utf8'));
+  assert.equal(r.bitable.count, wantTable.entries.length);
+  assert.equal(r.bitable.first, wantTable.entries[0][0]);
+  assert.equal(r.missing.code, 'NOT_FOUND', JSON.stringify(r.missing));
+  assert.equal(r.noRange.code, 'IO', JSON.stringify(r.noRange));
+  assert.match(r.noRange.message, /does not honour Range requests/);
+  assert.equal(r.notBale.code, 'NOT_A_BALE_FILE', JSON.stringify(r.notBale));
+  assert.equal(run.mainThread.code, 'INVALID_ARGUMENT', JSON.stringify(run.mainThread));
+  assert.match(run.mainThread.message, /inside a Web Worker/);
+  assert.deepEqual(errors, []);
+  await page.close();
+}
 
 test('ObjectStore: a directory store chosen with <input webkitdirectory>, read lazily in a worker', async () => {
   const { page, errors } = await newPage();

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 
 // The package's Node entry, which initialises the module itself.
 import {
+  Bitable,
   Store,
   open,
   errorCodes,
@@ -83,7 +84,8 @@ test('corpus: open() takes Uint8Array and ArrayBuffer', () => {
   assert.deepEqual(Buffer.from(s.get('hello')).toString(), 'world');
   const ab = b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength);
   assert.equal(open(ab).count, 1);
-  assertBaleError(() => open('not bytes'), 'INVALID_ARGUMENT');
+  // A string is a URL, read with XMLHttpRequest, which Node lacks.
+  assertBaleError(() => open('not bytes'), 'INVALID_ARGUMENT', /needs XMLHttpRequest/);
   assertBaleError(() => open(new Blob([b])), 'INVALID_ARGUMENT', /Web Worker/);
 });
 
@@ -155,6 +157,9 @@ test('constructor arguments of the wrong type are INVALID_ARGUMENT', () => {
   assertBaleError(() => Store.fromBlob(42), 'INVALID_ARGUMENT', /fromBlob\(\) takes a Blob or a File/);
   assertBaleError(() => Store.fromBlob(caseBytes('one-key')), 'INVALID_ARGUMENT', /fromBlob\(\) takes/);
   assertBaleError(() => Store.fromReader(10, 5), 'INVALID_ARGUMENT', /fromReader\(\) takes a read function/);
+  // URLs are read with XMLHttpRequest, which Node lacks: refused, nothing sent.
+  assertBaleError(() => Store.fromUrl('http://127.0.0.1:9/x.bale'), 'INVALID_ARGUMENT', /needs XMLHttpRequest/);
+  assertBaleError(() => Bitable.fromUrl('http://127.0.0.1:9/x.bitable'), 'INVALID_ARGUMENT', /needs XMLHttpRequest/);
   // An ArrayBuffer is bytes too.
   const b = caseBytes('one-key');
   assert.equal(Store.fromBytes(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength)).count, 1);

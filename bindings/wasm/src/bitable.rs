@@ -240,6 +240,17 @@ impl Bitable {
         open(BlobSource::new(blob)?, Some(cache), max)
     }
 
+    /// Opens a table lazily from a URL with HTTP range requests (inside a
+    /// Web Worker; the server's duties as for `Store.fromUrl`).
+    #[wasm_bindgen(js_name = fromUrl)]
+    pub fn from_url(
+        url: String,
+        #[wasm_bindgen(unchecked_optional_param_type = "BitableOpenOptions")] options: JsValue,
+    ) -> Result<Bitable, BaleError> {
+        let (cache, max) = lazy_options(&options)?;
+        open(crate::url_source::UrlSource::new(url)?, Some(cache), max)
+    }
+
     /// Opens a table lazily through `read(offset, length)`, a synchronous
     /// function returning a `Uint8Array` of `length` bytes at `offset` of a
     /// source of `size` bytes (e.g. over Node's `fs.readSync`).

@@ -30,6 +30,7 @@ mod range;
 mod report;
 mod source;
 mod store;
+mod url_source;
 mod view;
 
 use bale::ErrorKind;
@@ -158,7 +159,8 @@ export interface BytesOptions {
 }
 
 /** What `open()` accepts. */
-export type StoreSource = Uint8Array | ArrayBuffer | Blob;
+/** Bytes, a `Blob`/`File`, or the URL of a file served with range requests. */
+export type StoreSource = Uint8Array | ArrayBuffer | Blob | string;
 
 /**
  * The read cache of a lazily read store (`fromBlob`, `fromReader`): the
@@ -225,8 +227,9 @@ pub fn error_for_code(code: &str, message: &str) -> Result<JsValue, BaleError> {
 }
 
 /// Opens a store from a `Uint8Array`/`ArrayBuffer` (copied into wasm memory;
-/// `options` as for `Store.fromBytes`) or lazily from a `Blob`/`File`
-/// (inside a Web Worker; `options` as for `Store.fromBlob`).
+/// `options` as for `Store.fromBytes`), lazily from a `Blob`/`File` (inside
+/// a Web Worker; `options` as for `Store.fromBlob`) or lazily from a URL
+/// string with range requests (inside a Web Worker; `Store.fromUrl`).
 #[wasm_bindgen]
 pub fn open(
     #[wasm_bindgen(unchecked_param_type = "StoreSource")] source: JsValue,
@@ -235,8 +238,11 @@ pub fn open(
     if source.is_instance_of::<web_sys::Blob>() {
         return Store::from_blob(source, options);
     }
+    if let Some(url) = source.as_string() {
+        return Store::from_url(url, options);
+    }
     if source.is_instance_of::<Uint8Array>() || source.is_instance_of::<js_sys::ArrayBuffer>() {
         return Store::from_bytes(source, options);
     }
-    Err(invalid("open() takes a Uint8Array, an ArrayBuffer, a Blob or a File"))
+    Err(invalid("open() takes a Uint8Array, an ArrayBuffer, a Blob, a File or a URL"))
 }

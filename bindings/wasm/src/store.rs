@@ -18,6 +18,7 @@ use crate::options;
 use crate::range::Range;
 use crate::report;
 use crate::source::{BlobSource, Bytes, CallbackSource, Fetched, ReadOnly, Source};
+use crate::url_source::UrlSource;
 use crate::view::{View, Writable};
 
 struct Inner {
@@ -108,6 +109,20 @@ impl Store {
         let blob = blob.dyn_into::<web_sys::Blob>().map_err(|_| invalid("fromBlob() takes a Blob or a File"))?;
         let cache = options::chunk_cache(&options)?;
         open_storage(BlobSource::new(blob)?, Some(cache))
+    }
+
+    /// Opens a store lazily from a URL with HTTP range requests (inside a
+    /// Web Worker), reading only the pages needed: a store on a static web
+    /// server or in an object-store bucket, inspected where it lies. The
+    /// server must answer `HEAD` with `Content-Length` and honour `Range`
+    /// (status 206); cross origin, it must allow this origin (CORS).
+    #[wasm_bindgen(js_name = fromUrl)]
+    pub fn from_url(
+        url: String,
+        #[wasm_bindgen(unchecked_optional_param_type = "CacheOptions")] options: JsValue,
+    ) -> Result<Store, BaleError> {
+        let cache = options::chunk_cache(&options)?;
+        open_storage(UrlSource::new(url)?, Some(cache))
     }
 
     /// Opens a store lazily through `read(offset, length)`, a synchronous
