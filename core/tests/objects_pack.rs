@@ -177,3 +177,42 @@ fn validate_finds_damage_and_the_index_is_rebuilt_from_packs() {
     assert_eq!(s.get_verified(&small[8].0).unwrap(), small[8].1);
     assert!(s.validate(100.0, &mut |_, _| {}).unwrap().is_ok());
 }
+
+/// On Windows a file removed while another process still has it open may
+/// stay listed until its last handle closes (Wine always does this; so does
+/// Windows without POSIX delete semantics), and vanish in the middle of the
+/// next pack. That pack must take the file's disappearance as done.
+#[test]
+fn staging_files_removed_while_a_reader_holds_them_do_not_fail_the_next_pack() {
+    let p = tmp("lingering");
+    let opts = ObjectOptions { config: config(), ..ObjectOptions::create() };
+    let mut want = Vec::new();
+    for i in 0..2u64 {
+        // One writer each: two staging files, both released at close.
+        let w = ObjectStore::open(&p, opts.clone()).unwrap();
+        let data = noise(3000, i);
+        want.push((w.add(&data).unwrap(), data));
+        w.close().unwrap();
+    }
+    assert_eq!(files_in(&p.join("staging")), 2);
+    let reader = ObjectStore::open(&p, ObjectOptions { readonly: true, ..ObjectOptions::default() }).unwrap();
+    for (id, data) in &want {
+        assert_eq!(&reader.get(id).unwrap(), data, "the reader now has both staging files open");
+    }
+    let packer = ObjectStore::open(&p, ObjectOptions::default()).unwrap();
+    let first = packer.pack().unwrap();
+    assert_eq!(first.files_removed, 2, "{first:?}");
+    // The reader lets go of both files after the first file this pack
+    // handles, while the pack holds the second.
+    let mut reader = Some(reader);
+    let second = packer.pack_with(&mut |_, _| drop(reader.take())).unwrap();
+    assert!(second.problems.is_empty(), "{:?}", second.problems);
+    assert_eq!(second.records_moved, 0);
+    drop(reader);
+    assert_eq!(files_in(&p.join("staging")), 0);
+    for (id, data) in &want {
+        assert_eq!(&packer.get_verified(id).unwrap(), data);
+        assert!(packer.meta(id).unwrap().packed);
+    }
+    packer.close().unwrap();
+}

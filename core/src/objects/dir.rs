@@ -47,6 +47,19 @@ pub trait Dir: Send + Sync {
     fn display(&self) -> String;
 }
 
+/// Removes a file only maintenance removes; false when it was already gone.
+/// On Windows a name removed while another process has the file open can
+/// stay listed until that handle closes (always under Wine, and without
+/// POSIX delete semantics), so the next pack may meet it and see it vanish
+/// before its own remove: the end wanted, not an error.
+pub(crate) fn remove_if_present(dir: &dyn Dir, name: &str) -> Result<bool> {
+    match dir.remove(name) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == crate::error::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 #[cfg(native_fs)]
 pub use fs::FsDir;
 #[cfg(native_fs)]

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::config::Compression;
-use super::dir::Dir;
+use super::dir::{Dir, remove_if_present};
 use super::entry::{Area, Entry, Location, PackInfo, entry_key, pack_key};
 use super::hash::ObjectId;
 use super::pack_writer::{PackWriter, pack_infos};
@@ -139,7 +139,7 @@ impl ObjectStore {
                 }
                 out.commit(self)?;
                 drop(f);
-                dir.remove(&name)?;
+                remove_if_present(dir, &name)?;
                 self.forget_file(Area::Staging, n);
                 dir.sync_dir(STAGING_DIR)?;
                 report.files_removed += 1;
@@ -279,7 +279,7 @@ impl ObjectStore {
             out.writer.ensure_file()?;
             out.commit(self)?;
             drop(f);
-            dir.remove(&name)?;
+            remove_if_present(dir, &name)?;
             self.forget_file(Area::Pack, n);
             dir.sync_dir(PACKS_DIR)?;
             report.files_removed += 1;

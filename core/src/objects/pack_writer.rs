@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::dir::Dir;
+use super::dir::{Dir, remove_if_present};
 use super::entry::{Area, KEY_PACK, Location, PackInfo, pack_number};
 use super::problem::ObjectProblem;
 use super::staging::{DIRECT_WRITE, PACK_DATA_START, Writeback, check_pack_header, pack_header};
@@ -57,7 +57,9 @@ impl PackWriter {
         for name in dir.list(PACKS_DIR)? {
             let Some(n) = name.strip_suffix(".pack").and_then(|s| s.parse::<u64>().ok()) else { continue };
             if !packs.contains_key(&n) {
-                dir.remove(&file_name(Area::Pack, n))?;
+                if !remove_if_present(&*dir, &file_name(Area::Pack, n))? {
+                    continue;
+                }
                 let message = format!("{name}: left by an interrupted packer; removed");
                 problems.push(ObjectProblem::new(ErrorKind::Corrupt, message).in_file(Area::Pack, n));
             }
