@@ -11,6 +11,7 @@ pub mod meta;
 mod node;
 mod owned;
 pub mod page;
+mod page_map;
 mod range_request;
 mod range_scan;
 mod read;
@@ -22,8 +23,9 @@ mod walk;
 mod write;
 
 pub use batch::{BatchOp, WriteBatch, check_key};
-pub use check::{CheckReport, Problem, check, check_txn};
+pub use check::{CheckOptions, CheckReport, Problem, check, check_txn, check_with};
 pub use compact::{CompactReport, compact_into};
+pub use page_map::{PageKind, PageMap};
 pub use stat::{Stat, camel_case, stat};
 
 pub use cursor::{Cursor, Range, ValueRef, ValueStream};

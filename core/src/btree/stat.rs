@@ -1,6 +1,6 @@
 //! `stat`: page counts, depth, fill and value bytes of the latest commit.
 
-use super::page::{CellValue, LargeRef, NodeView};
+use super::page::{BRANCH_CELL_HDR, CellValue, LARGE_REF_LEN, LEAF_CELL_HDR, LargeRef, NodeView, PAGE_HDR, SLOT};
 use super::store::{Store, load_free};
 use super::value::for_each_run;
 use super::walk::{PageSet, Visitor, walk};
@@ -80,32 +80,45 @@ struct Counter {
     large: Vec<LargeRef>,
 }
 
+/// Bytes a node page's header, slots and cells take (its trailer not
+/// counted), and the inline value bytes among them.
+pub(super) fn node_bytes(v: &NodeView<'_>) -> (u64, u64) {
+    let (mut used, mut inline) = (PAGE_HDR as u64, 0u64);
+    if v.is_leaf() {
+        for i in 0..v.count() {
+            if let Ok((k, val)) = v.entry(i) {
+                used += (SLOT + LEAF_CELL_HDR + k.len()) as u64;
+                match val {
+                    CellValue::Inline(b) => {
+                        inline += b.len() as u64;
+                        used += b.len() as u64;
+                    }
+                    CellValue::Large(_) => used += LARGE_REF_LEN as u64,
+                }
+            }
+        }
+    } else {
+        // Child 0 sits before the slots.
+        used += 8;
+        for i in 0..v.count() {
+            if let Ok(k) = v.key(i) {
+                used += (SLOT + BRANCH_CELL_HDR + k.len()) as u64;
+            }
+        }
+    }
+    (used, inline)
+}
+
 impl Visitor for Counter {
     fn node(&mut self, _page: u64, _depth: usize, v: &NodeView<'_>) {
         if v.is_leaf() {
             self.s.leaf_pages += 1;
-            for i in 0..v.count() {
-                if let Ok((k, val)) = v.entry(i) {
-                    self.used += (2 + 5 + k.len()) as u64;
-                    match val {
-                        CellValue::Inline(b) => {
-                            self.s.inline_value_bytes += b.len() as u64;
-                            self.used += b.len() as u64;
-                        }
-                        CellValue::Large(_) => self.used += 17,
-                    }
-                }
-            }
         } else {
             self.s.branch_pages += 1;
-            self.used += 8;
-            for i in 0..v.count() {
-                if let Ok(k) = v.key(i) {
-                    self.used += (2 + 10 + k.len()) as u64;
-                }
-            }
         }
-        self.used += 16;
+        let (used, inline) = node_bytes(v);
+        self.used += used;
+        self.s.inline_value_bytes += inline;
     }
     fn large(&mut self, _page: u64, _key: &[u8], r: &LargeRef) {
         self.large.push(*r);

@@ -15,6 +15,8 @@ pub trait Visitor {
     fn large(&mut self, page: u64, key: &[u8], r: &LargeRef);
     /// A problem, with the page it concerns.
     fn problem(&mut self, page: Option<u64>, message: String);
+    /// A page reached for the first time, before it is read (for progress).
+    fn visited(&mut self, _page: u64) {}
 }
 
 /// A set of page numbers below the snapshot's page count.
@@ -71,6 +73,7 @@ pub fn walk(snap: &Snapshot, seen: &mut PageSet, v: &mut dyn Visitor) -> Result<
             v.problem(Some(pn), format!("page {pn} is referenced more than once (or is out of range)"));
             continue;
         }
+        v.visited(pn);
         let buf = match snap.page(pn, ANY_NODE) {
             Ok(b) => b,
             Err(e) => {
