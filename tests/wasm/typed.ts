@@ -11,10 +11,13 @@ import init, {
   type BitableCheckReport,
   type BitableStats,
   type CacheStats,
+  type CheckReport,
   type ErrorCode,
   type ObjectMeta,
   type ObjectStats,
   type ObjectValidateReport,
+  type PageKindName,
+  type PageMap,
   type StoreStat,
 } from 'bale-wasm';
 import { WorkerStore, transfer, type StoreInfo } from 'bale-wasm/worker';
@@ -35,13 +38,22 @@ export async function inMemory(): Promise<Uint8Array> {
   const keys: Uint8Array[] = db.keys({ gte: 'a', lt: 'b' }).toArray();
   const stat: StoreStat = db.stat();
   const codes: ErrorCode[] = errorCodes();
+  const checked: CheckReport = db.check({ pageMap: true, onProgress: (done: number, total: number) => done / total });
+  const map: PageMap | undefined = checked.pageMap;
+  const kind: PageKindName | undefined = map?.kindNames[map.kinds[3]];
+  const pages: number = map ? map.counts.leaf + map.counts.valueBlock + map.fill[0] : db.check().pages;
+  // @ts-expect-error no such option
+  db.check({ page_map: true });
+  // @ts-expect-error progress is (done, total) => void
+  db.check({ onProgress: (message: string) => message });
   // @ts-expect-error values are bytes or strings
   db.put('k', 42);
   // @ts-expect-error bounds are keys
   db.range({ gt: 1 });
   // @ts-expect-error no such option
   Store.create({ page_size: 4096 });
-  keys.length + stat.entries + codes.length;
+  keys.length + stat.entries + codes.length + pages;
+  kind;
   return db.toBytes();
 }
 

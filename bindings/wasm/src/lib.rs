@@ -118,6 +118,53 @@ export interface CheckProblem {
   message: string;
 }
 
+/**
+ * Options of `Store.check()`. Any other option name is refused with
+ * `INVALID_ARGUMENT`; `undefined` and `null` are the same as leaving an
+ * option out.
+ */
+export interface CheckOptions {
+  /**
+   * Called every few hundred pages with (pages done, pages of the commit),
+   * `done` never decreasing, and last with `done === total`. What it throws
+   * is thrown by `check()` once the check is over (it is not called again).
+   */
+  onProgress?: (done: number, total: number) => void;
+  /** Add `pageMap` to the report: what every page is and how full (2 bytes per page). */
+  pageMap?: boolean;
+}
+
+/** The kinds of `PageMap.kinds`, in the order of their numbers (0 to 9). */
+export type PageKindName =
+  | "header" | "meta" | "leaf" | "branch" | "freeList"
+  | "valueIndex" | "valueBlock" | "free" | "unreachable" | "bad";
+
+/**
+ * `CheckReport.pageMap`: one byte each of kind and fill per page
+ * 0..`pages` of the commit checked.
+ */
+export interface PageMap {
+  /**
+   * Each page's kind, an index into `kindNames` (stable numbers; 1 to 5
+   * are FORMAT.md's page-header kinds): 0 header (page 0), 1 meta (pages 1
+   * and 2), 2 leaf, 3 branch, 4 freeList (pages of the free-list chain),
+   * 5 valueIndex and 6 valueBlock (a large value's block index and stored
+   * blocks), 7 free, 8 unreachable (neither reachable nor free: leaked, or
+   * under a damaged page), 9 bad (a page a problem was reported for).
+   */
+  kinds: Uint8Array;
+  /**
+   * Each page's share holding data, 0 to 255 (rounded up, so 0 only for
+   * an empty page): a node's header, slots and cells; the stored bytes of a
+   * value block on each of its pages; an index or free-list page's
+   * entries; 0 for free pages, 255 for the header and meta pages.
+   */
+  fill: Uint8Array;
+  kindNames: PageKindName[];
+  /** Pages of each kind; they add up to `pages`. */
+  counts: Record<PageKindName, number>;
+}
+
 /** `Store.check()`: every page verified; `ok` when `problems` is empty. */
 export interface CheckReport {
   ok: boolean;
@@ -129,6 +176,8 @@ export interface CheckReport {
   /** The meta page (1 or 2) of the commit checked; a damaged other slot is a problem. */
   metaSlot: number;
   problems: CheckProblem[];
+  /** With `check({ pageMap: true })` only. */
+  pageMap?: PageMap;
 }
 
 /** `Store.range()`: iterable any number of times, each time from the start. */

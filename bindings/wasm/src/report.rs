@@ -1,10 +1,10 @@
 //! Reports as plain JS objects: `stat()`, `check()` and `cacheStats()` of
 //! a tree store, and `meta()`, `stats()` and `validate()` of an object store.
 
-use bale::btree::{CheckReport, Stat, camel_case};
+use bale::btree::{CheckReport, PageKind, PageMap, Stat, camel_case};
 use bale::chunk_cache::ChunkCache;
 use bale::objects::{ObjectMeta, ObjectStats, ValidateReport};
-use js_sys::{Array, Object, Reflect};
+use js_sys::{Array, Object, Reflect, Uint8Array};
 use wasm_bindgen::JsValue;
 
 /// A u64 as a JS number, exact below 2^53 (every size bale allows).
@@ -48,6 +48,25 @@ pub fn check(r: &CheckReport) -> Object {
         })
         .collect();
     set(&o, "problems", problems);
+    if let Some(m) = &r.page_map {
+        set(&o, "pageMap", page_map(m));
+    }
+    o
+}
+
+/// `pageMap` of `check({ pageMap: true })`: the kind and fill bytes, the
+/// kinds' names by number, and the pages of each kind.
+fn page_map(m: &PageMap) -> Object {
+    let o = Object::new();
+    set(&o, "kinds", Uint8Array::from(&m.kinds[..]));
+    set(&o, "fill", Uint8Array::from(&m.fill[..]));
+    let names: Vec<String> = PageKind::ALL.iter().map(|k| camel_case(k.name())).collect();
+    set(&o, "kindNames", names.iter().map(|n| JsValue::from_str(n)).collect::<Array>());
+    let counts = Object::new();
+    for (name, n) in names.iter().zip(m.counts()) {
+        set(&counts, name, num(n));
+    }
+    set(&o, "counts", counts);
     o
 }
 

@@ -297,9 +297,38 @@ impl Store {
     /// Verifies every page (checksums, key order, tree shape, value blocks,
     /// free list) and reports the bad ones; of the last commit for a
     /// writable store. Throws only when the check cannot proceed at all.
+    /// `onProgress` is called now and then with (pages done, pages in all),
+    /// last with both equal; what it throws is thrown by `check` once the
+    /// check is over. `pageMap: true` adds every page's kind and fill.
     #[wasm_bindgen(unchecked_return_type = "CheckReport")]
-    pub fn check(&self) -> Result<Object, BaleError> {
-        Ok(report::check(&bale::btree::check(&self.inner()?.store)?))
+    pub fn check(
+        &self,
+        #[wasm_bindgen(unchecked_optional_param_type = "CheckOptions")] options: JsValue,
+    ) -> Result<Object, JsValue> {
+        let (mut on_progress, mut page_map) = (None, false);
+        for (name, value) in options::named(&options, "check", &["onProgress", "pageMap"])? {
+            if name == "onProgress" {
+                let f = value.dyn_into::<js_sys::Function>();
+                on_progress = Some(f.map_err(|_| invalid("onProgress must be a function (done, total) => void"))?);
+            } else {
+                page_map = value.as_bool().ok_or_else(|| invalid("pageMap must be a boolean"))?;
+            }
+        }
+        let store = &self.inner()?.store;
+        // The core's check cannot be stopped from its callback: after the
+        // first throw the callback is not called again.
+        let mut thrown: Option<JsValue> = None;
+        let mut progress = |done: u64, total: u64| {
+            if let (Some(f), None) = (&on_progress, &thrown) {
+                thrown = f.call2(&JsValue::NULL, &report::num(done), &report::num(total)).err();
+            }
+        };
+        let options = bale::btree::CheckOptions { progress: Some(&mut progress), page_map };
+        let r = bale::btree::check_with(store, options).map_err(BaleError)?;
+        match thrown {
+            Some(e) => Err(e),
+            None => Ok(report::check(&r)),
+        }
     }
 
     /// Number of entries (with a writable store's open transaction).
