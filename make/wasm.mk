@@ -11,7 +11,8 @@
 #                        Node suite and the headless-Chromium suite
 #   make lint-wasm       clippy for the wasm32 build (part of `make lint`)
 #   make wasm-pkg        build bindings/wasm/pkg only
-#   make wasm-inspector  build, then serve the inspector page on 127.0.0.1
+#   make wasm-inspector  build, then serve the inspector on 127.0.0.1
+#                        (bale inspect; FILE=path opens a store)
 #
 # Installs when missing: the wasm32 target, the wasm-bindgen CLI of the
 # version Cargo.lock pins, Debian's chromium, and playwright-core (the
@@ -59,6 +60,6 @@ wasm-pkg: wasm-tools
 test-wasm: wasm-pkg npm-deps
 	npm run --silent test:wasm
 
+# `bale inspect` with the page embedded; FILE=path opens a store in it.
 wasm-inspector: wasm-pkg
-	@echo "bale inspector: http://127.0.0.1:8765/www/ (Ctrl-C to stop)"
-	python3 -m http.server --bind 127.0.0.1 --directory $(WASM_DIR) 8765
+	$(CARGO) run --locked -q -p bale-cli --features inspector -- inspect $(FILE)

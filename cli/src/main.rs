@@ -8,6 +8,7 @@ mod admin;
 mod bench;
 mod bitable;
 mod fail;
+mod inspect;
 mod kv;
 mod obj;
 mod progress;
@@ -81,6 +82,10 @@ enum Command {
     /// Quick benchmarks of bale on this machine.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Open a store, bitable or object store in the browser inspector
+    /// (served on 127.0.0.1; the file is read by the page, never uploaded).
+    #[command(after_help = EXIT_CODES_HELP)]
+    Inspect(inspect::InspectArgs),
 }
 
 #[derive(Args, Debug)]
@@ -163,6 +168,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Check(a) => admin::check(&ctx, &a.file),
         Command::Compact(a) => admin::compact(&ctx, &a.file),
         Command::Bench(cmd) => bench::run(&ctx, cmd),
+        Command::Inspect(a) => inspect::run(&ctx, a),
     }
 }
 

@@ -378,3 +378,61 @@ fn compact_shrinks_after_deletes() {
     assert_eq!(ok(&["kv", "get", &s, "item/00010"]), "x".repeat(200).as_bytes());
     assert_eq!(code(&run(&["check", &s])), 0);
 }
+
+/// Built without the `inspector` feature, `bale inspect` says how to get
+/// it; built with it, it serves the page and the named file on 127.0.0.1,
+/// with byte ranges, and refuses requests addressed to other host names.
+#[test]
+fn inspect_serves_the_page_and_the_file_or_says_how_to_build_it() {
+    let t = Tmp::new();
+    let s = t.store();
+    ok(&["kv", "put", &s, "--create", "k", "v"]);
+    if !cfg!(feature = "inspector") {
+        let o = run(&["inspect", "--no-open", &s]);
+        assert_eq!(code(&o), 1);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(stderr.contains("built without the browser inspector"), "{stderr}");
+        return;
+    }
+    use std::io::{BufRead, Read, Write};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_bale"))
+        .args(["--json", "inspect", "--no-open", &s])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let port = v["port"].as_u64().unwrap();
+    assert!(v["url"].as_str().unwrap().ends_with("/www/index.html?url=/files/store.bale"), "{v}");
+    let get = |head: &str| {
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", port as u16)).unwrap();
+        c.write_all(format!("{head}\r\nConnection: close\r\n\r\n").as_bytes()).unwrap();
+        let mut out = Vec::new();
+        c.read_to_end(&mut out).unwrap();
+        out
+    };
+    let host = format!("Host: 127.0.0.1:{port}");
+    let page = get(&format!("GET /www/index.html HTTP/1.1\r\n{host}"));
+    assert!(page.starts_with(b"HTTP/1.1 200 OK\r\n"));
+    assert!(String::from_utf8_lossy(&page).contains("<title>bale inspector</title>"));
+    let file = std::fs::read(&s).unwrap();
+    let part = get(&format!("GET /files/store.bale HTTP/1.1\r\n{host}\r\nRange: bytes=8-11"));
+    let text = String::from_utf8_lossy(&part);
+    assert!(text.starts_with("HTTP/1.1 206 Partial Content\r\n"), "{text}");
+    assert!(text.contains(&format!("Content-Range: bytes 8-11/{}", file.len())), "{text}");
+    assert!(part.ends_with(b"TREE"));
+    let head = get(&format!("HEAD /files/store.bale HTTP/1.1\r\n{host}"));
+    assert!(String::from_utf8_lossy(&head).contains(&format!("Content-Length: {}\r\n", file.len())));
+    assert!(head.ends_with(b"\r\n\r\n"), "HEAD sends no body");
+    assert!(get(&format!("GET /etc/passwd HTTP/1.1\r\n{host}")).starts_with(b"HTTP/1.1 404 "));
+    assert!(
+        get(&format!("GET /files/store.bale HTTP/1.1\r\nHost: rebound.example:{port}")).starts_with(b"HTTP/1.1 403 ")
+    );
+    assert!(get("GET /www/index.html HTTP/1.1").starts_with(b"HTTP/1.1 403 "));
+    assert!(get(&format!("POST /www/index.html HTTP/1.1\r\n{host}")).starts_with(b"HTTP/1.1 405 "));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // A folder is picked in the page, not served.
+    assert_eq!(code(&run(&["inspect", "--no-open", t.0.to_str().unwrap()])), 1);
+}

@@ -1,6 +1,7 @@
 // The `bale` CLI of this workspace, for tests that need a store written (or
 // read back) by native code: built once per run (dev profile, as `cargo
-// test` builds it) and run with stdin fed from the test.
+// test` builds it, with the inspector embedded) and run with stdin fed
+// from the test.
 import { spawn, spawnSync } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,8 +12,10 @@ let built = null;
 /** The path of the CLI binary, building it first if needed. */
 export function cliPath() {
   if (built) return built;
-  const build = spawnSync('cargo', ['build', '--locked', '-q', '-p', 'bale-cli'], { cwd: REPO, stdio: 'inherit' });
-  if (build.status !== 0) throw new Error('cargo build -p bale-cli failed');
+  // With the browser inspector embedded (`bale inspect`): these suites run
+  // after `make wasm-pkg`, which it needs.
+  const build = spawnSync('cargo', ['build', '--locked', '-q', '-p', 'bale-cli', '--features', 'inspector'], { cwd: REPO, stdio: 'inherit' });
+  if (build.status !== 0) throw new Error('cargo build -p bale-cli --features inspector failed');
   const target = process.env.CARGO_TARGET_DIR ? resolve(REPO, process.env.CARGO_TARGET_DIR) : join(REPO, 'target');
   built = join(target, 'debug', 'bale');
   return built;
