@@ -5,25 +5,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { Store } from '../../bindings/wasm/js/node.js';
-import { assertBaleError } from './helpers.mjs';
+import { assertBaleError, noise } from './helpers.mjs';
 
 const KIND_NAMES = [
   'header', 'meta', 'leaf', 'branch', 'freeList', 'valueIndex', 'valueBlock', 'free', 'unreachable', 'bad',
 ];
 const KIND = Object.fromEntries(KIND_NAMES.map((n, i) => [n, i]));
 
-/** Deterministic bytes that do not compress: stored in raw blocks. */
-const noise = (n, seed) => {
-  const b = new Uint8Array(n);
-  let x = seed >>> 0 || 1;
-  for (let i = 0; i < n; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    b[i] = x & 0xff;
-  }
-  return b;
-};
 const key = (i) => `key${String(i).padStart(6, '0')}`;
 
 /** A writable store with small and large values, deletes and four commits. */

@@ -7,6 +7,19 @@ import { fileURLToPath } from 'node:url';
 
 import { Store } from '../../bindings/wasm/js/node.js';
 
+/** Deterministic bytes that do not compress: stored out of line, in blocks. */
+export const noise = (n, seed) => {
+  const b = new Uint8Array(n);
+  let x = seed >>> 0 || 1;
+  for (let i = 0; i < n; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    b[i] = x & 0xff;
+  }
+  return b;
+};
+
 export const hex = (b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
 
 // A missing corpus fails the run: readFileSync throws.

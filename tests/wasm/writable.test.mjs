@@ -10,21 +10,9 @@ import { join } from 'node:path';
 
 import { Store } from '../../bindings/wasm/js/node.js';
 import { bale } from './cli.mjs';
-import { assertBaleError, caseBytes, hex } from './helpers.mjs';
+import { assertBaleError, caseBytes, hex, noise } from './helpers.mjs';
 
 const text = (b) => (b === undefined ? undefined : Buffer.from(b).toString());
-/** Deterministic bytes that do not compress: stored out of line, in blocks. */
-const noise = (n, seed) => {
-  const b = new Uint8Array(n);
-  let x = seed >>> 0 || 1;
-  for (let i = 0; i < n; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    b[i] = x & 0xff;
-  }
-  return b;
-};
 
 let dir;
 before(() => {
