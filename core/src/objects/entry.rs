@@ -40,6 +40,15 @@ impl Area {
         }
     }
 
+    /// `staging`, `pack` or `inline`, for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Area::Staging => "staging",
+            Area::Pack => "pack",
+            Area::Inline => "inline",
+        }
+    }
+
     fn from_code(c: u8) -> Option<Area> {
         match c {
             0 => Some(Area::Staging),

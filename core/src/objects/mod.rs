@@ -11,6 +11,7 @@ pub mod dir;
 mod dos_import;
 pub mod entry;
 pub mod hash;
+mod inspect;
 mod pack;
 mod pack_writer;
 mod problem;
@@ -29,7 +30,9 @@ pub use config::{Compression, Config};
 pub use dir::{Dir, DirLock, LockMode};
 #[cfg(native_fs)]
 pub use dos_import::{DosContainer, DosPacked};
+pub use entry::{Area, Location};
 pub use hash::{HashKind, ObjectId};
+pub use inspect::{ChunkInfo, FileUsage, MAX_CHUNKS_LISTED, ObjectOverview};
 pub use pack::Progress;
 pub use problem::ObjectProblem;
 pub use read::{ObjectMeta, ObjectReader, ObjectsInDiskOrder};

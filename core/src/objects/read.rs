@@ -76,7 +76,7 @@ impl ObjectStore {
 
     /// `payload`, trying `known` (an entry just read) before looking the id
     /// up: the index is read again only when the record has moved.
-    fn payload_from(
+    pub(crate) fn payload_from(
         &self,
         id: &ObjectId,
         mut known: Option<Entry>,

@@ -14,13 +14,20 @@
 macro_rules! object_reports {
     ($m:ident) => {
         $m! {
-            #[doc = " Counts and sizes of a whole store, from one index snapshot."]
+            #[doc = " Counts and sizes of a whole store, from one index snapshot (every"]
+            #[doc = " entry is read; `overview` gives the packs and the record count"]
+            #[doc = " without that). Deduplication and compression: `logical_bytes`"]
+            #[doc = " is what the objects hold, `unique_bytes` the content kept once,"]
+            #[doc = " `stored_bytes` what the records take on disk."]
             ObjectStats [Copy] {
-                #[doc = " Stored objects, and the sum of their lengths."]
+                #[doc = " Stored objects, and the sum of their lengths: what reading"]
+                #[doc = " every object gives back, each counted whole however much it"]
+                #[doc = " shares with others."]
                 objects,
                 logical_bytes,
                 #[doc = " Records the index names (objects stored whole, chunks,"]
-                #[doc = " lists), and the bytes they take on disk, headers included."]
+                #[doc = " lists), and the bytes they take in their files: headers and"]
+                #[doc = " chunk lists included, payloads as stored (compressed or not)."]
                 records,
                 stored_bytes,
                 chunked_objects,
@@ -28,9 +35,13 @@ macro_rules! object_reports {
                 #[doc = " Records still in staging files (not yet packed)."]
                 staged_records,
                 compressed_records,
-                #[doc = " Content bytes stored once each (blobs and chunks, before"]
-                #[doc = " compression): `logical_bytes - unique_bytes` is what"]
-                #[doc = " deduplication saved."]
+                #[doc = " Content bytes stored once each: the lengths of the blob and"]
+                #[doc = " chunk records before compression, each id once however many"]
+                #[doc = " objects share it (chunks of deleted objects count until a"]
+                #[doc = " repack drops them). `logical_bytes / unique_bytes` is the"]
+                #[doc = " deduplication ratio and `logical_bytes - unique_bytes` what it"]
+                #[doc = " saved; `unique_bytes - stored_bytes` what compression saved,"]
+                #[doc = " less the headers and lists."]
                 unique_bytes,
                 #[doc = " Numbered packs and their committed bytes."]
                 packs,
