@@ -1,15 +1,20 @@
 // The read-only ObjectStore of the wasm package in Node: the golden
 // corpus's object store cases (directory stores from their files read into
 // Uint8Arrays, single-file stores from their bytes), the API on a corpus
-// store, and the ways of handing over files that are refused. The lazy
+// store, the inspection API (overview, list pages, chunks, files) and what
+// it reads of a store the CLI writes, and the ways of handing over files
+// that are refused. The lazy
 // Blob path needs FileReaderSync, so it runs in Chromium
 // (tests/browser/chromium.test.mjs).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { ObjectStore } from '../../bindings/wasm/js/node.js';
+import { bale } from './cli.mjs';
 import { runObjectCorpus } from './corpus.js';
 import { CORPUS, assertBaleError, caseBytes, expected, hex, manifest } from './helpers.mjs';
 
@@ -189,4 +194,214 @@ test('what is not an object store is refused with its code', () => {
   // A tree store that holds no object store, and bytes that are no store.
   assertBaleError(() => ObjectStore.fromBytes(caseBytes('one-key')), 'INVALID_ARGUMENT', /no object store/);
   assertBaleError(() => ObjectStore.fromBytes(new Uint8Array(0)), 'NOT_A_BALE_FILE');
+});
+
+/** Every page of `list` with `limit` in one direction, joined. */
+function allPages(s, limit, reverse) {
+  const out = [];
+  for (;;) {
+    const page = s.list({ after: out.at(-1)?.id, limit, reverse });
+    assert.ok(page.length <= limit);
+    out.push(...page);
+    if (page.length < limit) return out;
+  }
+}
+
+for (const id of ['objects-sha256', 'objects-file-sha1']) {
+  test(`inspection of ${id}: overview, list pages, chunks and files`, () => {
+    const c = objectCase(id);
+    const s = open(c);
+    const hashName = c.id.endsWith('sha1') ? 'sha1' : 'sha256';
+    const st = s.stats();
+    const ov = s.overview();
+    assert.deepEqual(Object.keys(ov).sort(), [
+      'chunkAvg', 'chunkMax', 'chunkMin', 'compression', 'fanout', 'formatVersion', 'hash', 'indexBytes', 'indexKeys',
+      'packBytes', 'packTarget', 'packs', 'records', 'singleFile', 'stagingBytes', 'stagingFiles', 'storeId',
+    ]);
+    assert.equal(ov.hash, hashName);
+    assert.equal(ov.singleFile, c.single_file);
+    assert.equal(ov.formatVersion, s.formatVersion);
+    assert.equal(ov.compression, 'auto');
+    assert.ok(ov.chunkMin <= ov.chunkAvg && ov.chunkAvg <= ov.chunkMax && ov.fanout >= 16 && ov.packTarget >= 1 << 20);
+    assert.match(ov.storeId, /^[0-9a-f]{32}$/);
+    assert.equal(ov.records, st.records);
+    assert.equal(ov.packs, st.packs);
+    assert.equal(ov.packBytes, st.packBytes);
+    const given = c.single_file ? null : caseFiles(c);
+    assert.equal(ov.indexBytes, c.single_file ? s.fileBytes : given.get('index').length);
+    assert.equal(ov.indexKeys, c.single_file ? 2 * st.records + 1 : st.records + st.packs);
+    const staging = c.single_file ? [] : c.files.filter((f) => f.startsWith('staging/'));
+    assert.equal(ov.stagingFiles, staging.length);
+    assert.equal(ov.stagingBytes, staging.reduce((n, f) => n + given.get(f).length, 0));
+
+    // Pages, forward and backward, are ids() with no repeat or gap.
+    const ids = s.ids();
+    for (const limit of [1, 7, 100]) {
+      assert.deepEqual(allPages(s, limit, false).map((m) => m.id), ids, `limit ${limit}`);
+      assert.deepEqual(allPages(s, limit, true).map((m) => m.id), [...ids].reverse(), `limit ${limit}, reverse`);
+    }
+    assert.deepEqual(s.list(), ids.slice(0, 100).map((id) => s.meta(id)));
+    assert.deepEqual(s.list({ after: Buffer.from(ids[1], 'hex'), limit: 2 }).map((m) => m.id), ids.slice(2, 4));
+    assert.deepEqual(s.list({ after: ids[3].toUpperCase(), reverse: true, limit: 10 }).map((m) => m.id), ids.slice(0, 3).reverse());
+    // An id that is not stored starts the page at the next one.
+    assert.deepEqual(s.list({ after: '00'.repeat(ids[0].length / 2) }).map((m) => m.id), ids);
+    assert.deepEqual(s.list({ limit: 0 }), []);
+    assert.deepEqual(s.list({ after: undefined, limit: null, reverse: undefined }).length, ids.length);
+
+    // Chunks: contiguous, adding up to the object, each the hash of its bytes.
+    const seen = new Map();
+    for (const id of ids) {
+      const m = s.meta(id);
+      const chunks = s.chunks(id);
+      let at = 0;
+      for (const ch of chunks) {
+        assert.deepEqual(Object.keys(ch).sort(), [
+          'area', 'compressed', 'file', 'fileNumber', 'fileOffset', 'id', 'offset', 'size', 'storedSize',
+        ]);
+        assert.equal(ch.offset, at);
+        const bytes = s.getRange(id, ch.offset, ch.size);
+        assert.equal(createHash(hashName).update(bytes).digest('hex'), ch.id);
+        if (c.single_file) {
+          assert.deepEqual([ch.area, ch.file, ch.fileNumber, ch.fileOffset], ['inline', null, 0, 0]);
+        } else {
+          assert.ok(given.has(ch.file), ch.file);
+          assert.equal(ch.area, ch.file.startsWith('packs/') ? 'pack' : 'staging');
+          assert.ok(ch.fileOffset >= 64 && ch.fileOffset + ch.storedSize <= given.get(ch.file).length);
+        }
+        assert.equal(ch.compressed ? ch.storedSize < ch.size + 64 : ch.storedSize === ch.size + 64, true);
+        if (seen.has(ch.id)) assert.deepEqual(seen.get(ch.id), ch.storedSize);
+        seen.set(ch.id, ch.storedSize);
+        at += ch.size;
+      }
+      assert.equal(at, m.size);
+      if (!m.chunked) assert.deepEqual(chunks.map((ch) => [ch.id, ch.storedSize]), [[id, m.storedSize]]);
+      else assert.ok(chunks.length > 1);
+    }
+    assert.ok(ids.some((id) => s.meta(id).chunked));
+    // Each content once: the unique bytes of stats() are the distinct chunks.
+    const unique = [...new Set(ids.flatMap((id) => s.chunks(id).map((ch) => `${ch.id} ${ch.size}`)))];
+    assert.equal(unique.reduce((n, k) => n + Number(k.split(' ')[1]), 0), st.uniqueBytes);
+    assert.ok(st.uniqueBytes < st.logicalBytes);
+
+    // Files: the live bytes are the stored bytes; progress ends at the records.
+    const calls = [];
+    const files = s.files({ onProgress: (done, total) => calls.push([done, total]) });
+    assert.deepEqual(calls.at(-1), [st.records, st.records]);
+    assert.equal(files.reduce((n, f) => n + f.liveBytes, 0), st.storedBytes);
+    assert.equal(files.reduce((n, f) => n + f.liveRecords, 0), st.records);
+    for (const f of files) {
+      assert.deepEqual(Object.keys(f).sort(), ['area', 'committedBytes', 'file', 'fileBytes', 'liveBytes', 'liveRecords', 'number']);
+      if (c.single_file) {
+        assert.deepEqual([f.area, f.file, f.number, f.fileBytes, f.committedBytes], ['inline', null, 0, s.fileBytes, null]);
+        continue;
+      }
+      assert.equal(f.fileBytes, given.get(f.file).length);
+      assert.ok(f.liveBytes + 64 <= f.fileBytes);
+      assert.equal(f.committedBytes, f.area === 'pack' ? f.fileBytes : null);
+    }
+    assert.deepEqual(s.files(), files);
+    s.close();
+    for (const call of [() => s.overview(), () => s.list(), () => s.chunks(ids[0]), () => s.files()]) {
+      assertBaleError(call, 'CLOSED');
+    }
+  });
+}
+
+test('files: a pack only a deleted object used is all garbage; a pack not given has no size', () => {
+  // objects-sha256: the objects are staged, and pack 0 holds only a
+  // deleted object's record.
+  const c = objectCase('objects-sha256');
+  const pack = caseFiles(c).get('packs/0.pack');
+  const files = open(c).files();
+  assert.deepEqual(files.find((f) => f.file === 'packs/0.pack'), {
+    area: 'pack', number: 0, file: 'packs/0.pack', fileBytes: pack.length, committedBytes: pack.length, liveRecords: 0, liveBytes: 0,
+  });
+  // objects-blake3 without its pack: the index still places records there.
+  const b = objectCase('objects-blake3');
+  const without = caseFiles(b);
+  without.delete('packs/0.pack');
+  const s = ObjectStore.fromFiles(without);
+  const row = s.files().find((f) => f.file === 'packs/0.pack');
+  assert.equal(row.fileBytes, null);
+  assert.ok(row.liveRecords > 0 && row.committedBytes > 0);
+  assert.equal(s.overview().packs, 1);
+});
+
+test('inspection arguments of the wrong kind are INVALID_ARGUMENT, a missing object NOT_FOUND', () => {
+  const s = open(objectCase('objects-blake3'));
+  const id = s.ids()[0];
+  assertBaleError(() => s.list(5), 'INVALID_ARGUMENT', /list options must be an object/);
+  assertBaleError(() => s.list({ limt: 5 }), 'INVALID_ARGUMENT', /unknown list option "limt"/);
+  for (const limit of [-1, 1.5, '5', NaN]) assertBaleError(() => s.list({ limit }), 'INVALID_ARGUMENT', /limit/);
+  assertBaleError(() => s.list({ reverse: 1 }), 'INVALID_ARGUMENT', /reverse must be a boolean/);
+  assertBaleError(() => s.list({ after: 'xyz' }), 'INVALID_ARGUMENT', /not an object id/);
+  assertBaleError(() => s.list({ after: new Uint8Array(20) }), 'INVALID_ARGUMENT', /32 bytes/);
+  assertBaleError(() => s.list({ after: 7 }), 'INVALID_ARGUMENT', /hex string or a Uint8Array/);
+  assertBaleError(() => s.chunks('ab'.repeat(20)), 'INVALID_ARGUMENT', /64 hex digits/);
+  assertBaleError(() => s.chunks(undefined), 'INVALID_ARGUMENT');
+  assertBaleError(() => s.chunks('00'.repeat(32)), 'NOT_FOUND');
+  // A chunk is not an object.
+  const chunked = s.ids().find((i) => s.meta(i).chunked);
+  assertBaleError(() => s.chunks(s.chunks(chunked)[1].id), 'NOT_FOUND');
+  assertBaleError(() => s.files(5), 'INVALID_ARGUMENT', /files options must be an object/);
+  assertBaleError(() => s.files({ onProgress: 5 }), 'INVALID_ARGUMENT', /onProgress must be a function/);
+  assertBaleError(() => s.files({ progress: () => {} }), 'INVALID_ARGUMENT', /unknown files option "progress"/);
+  // What the progress callback throws is thrown once the walk is over; it
+  // is called once, then not again.
+  const boom = new Error('stop');
+  let calls = 0;
+  assert.throws(() => s.files({ onProgress: () => { calls += 1; throw boom; } }), (e) => e === boom);
+  assert.equal(calls, 1);
+  assert.equal(s.chunks(id).length, 1);
+});
+
+test('overview and one list page of a 20,000-object store read a few pages, not the index', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'bale-objinspect-'));
+  try {
+    const src = join(dir, 'src');
+    for (let d = 0; d < 20; d++) {
+      mkdirSync(join(src, String(d)), { recursive: true });
+      for (let i = 0; i < 1000; i++) writeFileSync(join(src, String(d), String(i)), `object ${d}/${i}`);
+    }
+    const store = join(dir, 'store');
+    bale(['obj', 'init', store]);
+    bale(['obj', 'add', store, src]);
+    const files = new Map();
+    const walk = (sub) => {
+      for (const e of readdirSync(join(store, sub), { withFileTypes: true })) {
+        const rel = sub ? `${sub}/${e.name}` : e.name;
+        if (e.isDirectory()) walk(rel);
+        else files.set(rel, readFileSync(join(store, rel)));
+      }
+    };
+    walk('');
+    const s = ObjectStore.fromFiles(files);
+    const index = files.get('index').length;
+    assert.ok(index > 1 << 20, `an index of ${index} bytes`);
+    const reads = (f) => {
+      s.resetCounters();
+      const out = f();
+      return [out, s.bytesRead];
+    };
+    const [ov, ovRead] = reads(() => s.overview());
+    assert.equal(ov.records, 20000);
+    const [page, pageRead] = reads(() => s.list({ limit: 100 }));
+    assert.equal(page.length, 100);
+    const [next, nextRead] = reads(() => s.list({ after: page.at(-1).id, limit: 100 }));
+    const [last, lastRead] = reads(() => s.list({ limit: 100, reverse: true }));
+    const [chunks, chunksRead] = reads(() => s.chunks(page[0].id));
+    assert.equal(chunks.length, 1);
+    for (const [what, n] of [['overview', ovRead], ['a page', pageRead], ['the next page', nextRead], ['the last page', lastRead], ['chunks', chunksRead]]) {
+      assert.ok(n > 0 && n * 50 < index, `${what} read ${n} bytes of an index of ${index}`);
+    }
+    // The pages agree with ids(), which reads every entry.
+    const [ids, idsRead] = reads(() => s.ids());
+    assert.ok(idsRead * 2 > index);
+    assert.deepEqual(page.map((m) => m.id), ids.slice(0, 100));
+    assert.deepEqual(next.map((m) => m.id), ids.slice(100, 200));
+    assert.deepEqual(last.map((m) => m.id), ids.slice(-100).reverse());
+    s.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -13,7 +13,11 @@ import init, {
   type CacheStats,
   type CheckReport,
   type ErrorCode,
+  type ObjectArea,
+  type ObjectChunk,
+  type ObjectFileUsage,
   type ObjectMeta,
+  type ObjectOverview,
   type ObjectStats,
   type ObjectValidateReport,
   type PageKindName,
@@ -102,6 +106,22 @@ export function objects(picked: FileList, files: File[], map: Map<string, Blob>,
   const code: ErrorCode | undefined = report.problems[0]?.code;
   const hash: 'blake3' | 'sha256' | 'sha1' = single.hash;
   const counted: number = dir.bytesRead + dir.readCount + dir.fileBytes + dir.formatVersion;
+  const overview: ObjectOverview = dir.overview();
+  const page: ObjectMeta[] = dir.list({ after: ids[0], limit: 50, reverse: true });
+  const first: ObjectMeta[] = fromMap.list();
+  const chunks: ObjectChunk[] = dir.chunks(bytes);
+  const area: ObjectArea = chunks[0].area;
+  const usage: ObjectFileUsage[] = dir.files({ onProgress: (done: number, total: number) => void (done / total) });
+  const missing: number | null = usage[0].fileBytes;
+  const where: string | null = chunks[0].file;
+  // @ts-expect-error no such option
+  dir.list({ from: ids[0] });
+  // @ts-expect-error the limit is a number
+  dir.list({ limit: '10' });
+  // @ts-expect-error progress is a function
+  dir.files({ onProgress: true });
+  overview.records + overview.packBytes + page.length + first.length + (missing ?? 0);
+  area && where && overview.compression;
   // @ts-expect-error ids are hex strings or bytes
   dir.get(42);
   // @ts-expect-error no such option

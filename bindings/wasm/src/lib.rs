@@ -25,6 +25,7 @@ mod bitable;
 mod bitable_iter;
 mod error;
 mod objects;
+mod objects_inspect;
 mod options;
 mod range;
 mod report;

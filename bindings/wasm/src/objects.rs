@@ -69,10 +69,10 @@ export interface ObjectMeta {
 
 /** `ObjectStore.stats()`: counts and sizes of the whole store. */
 export interface ObjectStats {
-  /** Stored objects, and the sum of their lengths. */
+  /** Stored objects, and the sum of their lengths (each counted whole, however much it shares with others). */
   objects: number;
   logicalBytes: number;
-  /** Records the index names (objects stored whole, chunks, lists), and the bytes they take on disk. */
+  /** Records the index names (objects stored whole, chunks, lists), and the bytes they take on disk (headers and lists included, payloads as stored). */
   records: number;
   storedBytes: number;
   chunkedObjects: number;
@@ -80,7 +80,11 @@ export interface ObjectStats {
   /** Records still in staging files (not yet packed). */
   stagedRecords: number;
   compressedRecords: number;
-  /** Content bytes stored once each (before compression): `logicalBytes - uniqueBytes` is what deduplication saved. */
+  /**
+   * Content bytes stored once each: blob and chunk lengths before compression, each id once however many
+   * objects share it (chunks of deleted objects until a repack). `logicalBytes / uniqueBytes` is the
+   * deduplication ratio, `logicalBytes - uniqueBytes` what it saved.
+   */
   uniqueBytes: number;
   /** Numbered packs and their committed bytes. */
   packs: number;
@@ -395,11 +399,12 @@ impl ObjectStore {
         single(wrap(Bytes(bytes), None))
     }
 
-    fn store(&self) -> Res<&objects::ObjectStore> {
+    pub(crate) fn store(&self) -> Res<&objects::ObjectStore> {
         self.inner.as_ref().ok_or_else(closed)
     }
 
-    fn id(&self, v: &JsValue) -> Res<ObjectId> {
+    /// An id argument: hex (either case), or the id's raw bytes.
+    pub(crate) fn id(&self, v: &JsValue) -> Res<ObjectId> {
         let kind: HashKind = self.store()?.hash_kind();
         let id = if let Some(s) = v.as_string() {
             ObjectId::from_hex(kind, &s)

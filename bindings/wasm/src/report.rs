@@ -1,9 +1,10 @@
 //! Reports as plain JS objects: `stat()`, `check()` and `cacheStats()` of
-//! a tree store, and `meta()`, `stats()` and `validate()` of an object store.
+//! a tree store, and `meta()`, `stats()`, `validate()`, `overview()`,
+//! `chunks()` and `files()` of an object store.
 
 use bale::btree::{CheckReport, PageKind, PageMap, Stat, camel_case};
 use bale::chunk_cache::ChunkCache;
-use bale::objects::{ObjectMeta, ObjectStats, ValidateReport};
+use bale::objects::{ChunkInfo, FileUsage, ObjectMeta, ObjectOverview, ObjectStats, ValidateReport};
 use js_sys::{Array, Object, Reflect, Uint8Array};
 use wasm_bindgen::JsValue;
 
@@ -113,6 +114,62 @@ fn set_counts(o: &Object, counts: &[(&'static str, u64)]) {
 pub fn object_stats(s: &ObjectStats) -> Object {
     let o = Object::new();
     set_counts(&o, &s.fields());
+    o
+}
+
+/// `ObjectStore.overview()`.
+pub fn object_overview(v: &ObjectOverview) -> Object {
+    let (o, c) = (Object::new(), &v.config);
+    set(&o, "formatVersion", v.format_version);
+    set(&o, "singleFile", v.single_file);
+    set(&o, "hash", c.hash.name());
+    set(&o, "compression", c.compression.name());
+    set(&o, "chunkMin", c.chunk_min);
+    set(&o, "chunkAvg", c.chunk_avg);
+    set(&o, "chunkMax", c.chunk_max);
+    set(&o, "fanout", c.fanout);
+    set(&o, "packTarget", num(c.pack_target));
+    set(&o, "storeId", c.store_id.iter().map(|b| format!("{b:02x}")).collect::<String>());
+    set(&o, "indexKeys", num(v.index_keys));
+    set(&o, "records", num(v.records));
+    set(&o, "packs", num(v.packs));
+    set(&o, "packBytes", num(v.pack_bytes));
+    set(&o, "stagingFiles", num(v.staging_files));
+    set(&o, "stagingBytes", num(v.staging_bytes));
+    set(&o, "indexBytes", num(v.index_bytes));
+    o
+}
+
+/// A file name relative to the store, or `null`.
+fn file_or_null(name: Option<String>) -> JsValue {
+    name.map(|n| JsValue::from_str(&n)).unwrap_or(JsValue::NULL)
+}
+
+/// One item of `ObjectStore.chunks()`.
+pub fn object_chunk(c: &ChunkInfo) -> Object {
+    let o = Object::new();
+    set(&o, "id", c.id.to_hex());
+    set(&o, "offset", num(c.offset));
+    set(&o, "size", num(c.size));
+    set(&o, "storedSize", num(c.stored_size));
+    set(&o, "compressed", c.compressed);
+    set(&o, "area", c.location.area.name());
+    set(&o, "file", file_or_null(c.file_name()));
+    set(&o, "fileNumber", num(c.location.file));
+    set(&o, "fileOffset", num(c.location.offset));
+    o
+}
+
+/// One item of `ObjectStore.files()`.
+pub fn object_file(f: &FileUsage) -> Object {
+    let o = Object::new();
+    set(&o, "area", f.area.name());
+    set(&o, "number", num(f.number));
+    set(&o, "file", file_or_null(f.file_name()));
+    set(&o, "fileBytes", f.file_bytes.map(num).unwrap_or(JsValue::NULL));
+    set(&o, "committedBytes", f.committed_bytes.map(num).unwrap_or(JsValue::NULL));
+    set(&o, "liveRecords", num(f.live_records));
+    set(&o, "liveBytes", num(f.live_bytes));
     o
 }
 
