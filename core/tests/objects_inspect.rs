@@ -216,6 +216,104 @@ fn chunks_cover_each_object_and_name_shared_ones() {
 }
 
 #[test]
+fn chunks_from_pages_through_the_chunks() {
+    let tmp = tempdir();
+    for single_file in [false, true] {
+        let s = create(&tmp.path().join(format!("s{single_file}")), single_file, small_chunks());
+        let data = noise(1_500_000, 7);
+        let id = s.add(&data).unwrap();
+        let all = s.chunks(&id).unwrap();
+        assert!(all.len() > 256);
+        for limit in [1, 7, 100] {
+            let mut paged: Vec<ChunkInfo> = Vec::new();
+            loop {
+                let from = paged.last().map_or(0, |c| c.offset + c.size);
+                let page = s.chunks_from(&id, from, limit).unwrap();
+                assert!(page.len() <= limit);
+                if page.is_empty() {
+                    break;
+                }
+                paged.extend(page);
+            }
+            assert_eq!(paged, all, "limit {limit}");
+        }
+        // From a byte inside a chunk: that chunk first.
+        let c = all[100];
+        assert_eq!(s.chunks_from(&id, c.offset + c.size / 2, 2).unwrap(), all[100..102]);
+        assert_eq!(s.chunks_from(&id, c.offset, 1).unwrap(), all[100..101]);
+        assert!(s.chunks_from(&id, data.len() as u64, 5).unwrap().is_empty());
+        assert!(s.chunks_from(&id, u64::MAX, 5).unwrap().is_empty());
+        assert!(s.chunks_from(&id, 0, 0).unwrap().is_empty());
+        // An object stored whole, and an empty one, are one record.
+        let small = s.add(b"small").unwrap();
+        assert_eq!(s.chunks_from(&small, 0, 10).unwrap(), s.chunks(&small).unwrap());
+        assert_eq!(s.chunks_from(&small, 3, 10).unwrap(), s.chunks(&small).unwrap());
+        assert!(s.chunks_from(&small, 5, 10).unwrap().is_empty());
+        let empty = s.add(b"").unwrap();
+        assert_eq!(s.chunks_from(&empty, 0, 10).unwrap().len(), 1);
+        assert_eq!(s.chunks_from(&empty, 0, 10).unwrap()[0].size, 0);
+        let missing = HashKind::Blake3.hash(b"missing");
+        assert_eq!(s.chunks_from(&missing, 0, 1).unwrap_err().kind(), ErrorKind::NotFound);
+    }
+}
+
+/// A single-file store holding one object whose root names the same
+/// list `copies` times, that list naming one 1000-byte chunk 65,536 times:
+/// well-formed, and far more chunks than a list of them may hold.
+fn repeated_list_store(copies: usize) -> (ObjectStore, ObjectId) {
+    use bale::objects::Compression;
+    use bale::objects::chunk_list::{ListEntry, encode_list};
+    use bale::objects::entry::{Entry, FLAG_MEMBER, FLAG_OBJECT, Location, entry_key, record_key};
+    use bale::objects::record::{RecordKind, encode_record};
+    let tree = bale::Store::open_storage(Arc::new(bale::io::MemStorage::new()), bale::Options::create()).unwrap();
+    let s = ObjectStore::from_tree(tree, &ObjectOptions::create()).unwrap();
+    let kind = s.hash_kind();
+    let inline = Location { area: Area::Inline, file: 0, offset: 0 };
+    let mut t = s.index().write().unwrap();
+    let mut put = |id: ObjectId, rk: RecordKind, level: u8, flags: u8, payload: &[u8], size: u64| {
+        let mut rec = Vec::new();
+        let h = encode_record(rk, id, level, payload, Compression::Never, &mut rec).unwrap();
+        t.put(&record_key(&id), &rec).unwrap();
+        t.put(&entry_key(&id), &Entry::new(flags, &h, inline, size).encode()).unwrap();
+    };
+    let chunk = vec![b'x'; 1000];
+    let chunk_id = kind.hash(&chunk);
+    put(chunk_id, RecordKind::Chunk, 0, FLAG_MEMBER, &chunk, 1000);
+    let mut list = Vec::new();
+    encode_list(&vec![ListEntry { id: chunk_id, len: 1000 }; 65_536], &mut list);
+    let list_id = kind.list_id(&list);
+    put(list_id, RecordKind::List, 0, FLAG_MEMBER, &list, 65_536_000);
+    let mut root = Vec::new();
+    encode_list(&vec![ListEntry { id: list_id, len: 65_536_000 }; copies], &mut root);
+    // The root's id is the object's; no reader here hashes the content.
+    let id = kind.hash(b"the repeated object");
+    put(id, RecordKind::Root, 1, FLAG_OBJECT, &root, 65_536_000 * copies as u64);
+    t.commit().unwrap();
+    (s, id)
+}
+
+#[test]
+fn an_object_of_too_many_chunks_is_too_large_whole_and_paged_cheaply() {
+    // 17 × 65,536 chunks: more than MAX_CHUNKS_LISTED.
+    let (s, id) = repeated_list_store(17);
+    const { assert!(17 * 65_536 > bale::objects::MAX_CHUNKS_LISTED) };
+    let e = s.chunks(&id).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::TooLarge, "{}", e.message());
+    // A page far into it skips the lists before it unread.
+    let page = s.chunks_from(&id, 1_000_000_000, 3).unwrap();
+    assert_eq!(page.iter().map(|c| c.offset).collect::<Vec<_>>(), [1_000_000_000, 1_000_001_000, 1_000_002_000]);
+    assert!(page.iter().all(|c| c.size == 1000 && c.location.area == Area::Inline));
+    let last = s.chunks_from(&id, 17 * 65_536_000 - 1, 3).unwrap();
+    assert_eq!(last.len(), 1);
+    assert_eq!(last[0].offset + last[0].size, s.meta(&id).unwrap().size);
+    // Fewer copies: the whole list, each chunk in its place.
+    let (s, id) = repeated_list_store(2);
+    let all = s.chunks(&id).unwrap();
+    assert_eq!(all.len(), 131_072);
+    assert!(all.iter().enumerate().all(|(i, c)| c.offset == i as u64 * 1000 && c.id == all[0].id));
+}
+
+#[test]
 fn stats_count_dedup_savings() {
     let tmp = tempdir();
     for single_file in [false, true] {

@@ -276,6 +276,23 @@ for (const id of ['objects-sha256', 'objects-file-sha1']) {
       assert.equal(at, m.size);
       if (!m.chunked) assert.deepEqual(chunks.map((ch) => [ch.id, ch.storedSize]), [[id, m.storedSize]]);
       else assert.ok(chunks.length > 1);
+      // Pages of chunks, each from the end of the last, are the whole list.
+      for (const limit of [1, 7]) {
+        const paged = [];
+        let offset = 0;
+        do {
+          const page = s.chunks(id, { offset, limit });
+          assert.ok(page.length > 0 && page.length <= limit);
+          paged.push(...page);
+          offset = page.at(-1).offset + page.at(-1).size;
+        } while (offset < m.size);
+        assert.deepEqual(paged, chunks, `${id}, limit ${limit}`);
+      }
+      const mid = chunks[Math.floor(chunks.length / 2)];
+      const rest = chunks.slice(Math.floor(chunks.length / 2));
+      assert.deepEqual(s.chunks(id, { offset: mid.offset + Math.floor(mid.size / 2) }), rest);
+      assert.deepEqual(s.chunks(id, { offset: m.size + 1, limit: 5 }), []);
+      assert.deepEqual(s.chunks(id, { limit: 0 }), []);
     }
     assert.ok(ids.some((id) => s.meta(id).chunked));
     // Each content once: the unique bytes of stats() are the distinct chunks.
@@ -340,6 +357,10 @@ test('inspection arguments of the wrong kind are INVALID_ARGUMENT, a missing obj
   assertBaleError(() => s.chunks('ab'.repeat(20)), 'INVALID_ARGUMENT', /64 hex digits/);
   assertBaleError(() => s.chunks(undefined), 'INVALID_ARGUMENT');
   assertBaleError(() => s.chunks('00'.repeat(32)), 'NOT_FOUND');
+  assertBaleError(() => s.chunks(id, 5), 'INVALID_ARGUMENT', /chunks options must be an object/);
+  assertBaleError(() => s.chunks(id, { start: 0 }), 'INVALID_ARGUMENT', /unknown chunks option "start"/);
+  assertBaleError(() => s.chunks(id, { offset: -1 }), 'INVALID_ARGUMENT', /offset/);
+  assertBaleError(() => s.chunks(id, { limit: '3' }), 'INVALID_ARGUMENT', /limit/);
   // A chunk is not an object.
   const chunked = s.ids().find((i) => s.meta(i).chunked);
   assertBaleError(() => s.chunks(s.chunks(chunked)[1].id), 'NOT_FOUND');

@@ -110,6 +110,9 @@ export function objects(picked: FileList, files: File[], map: Map<string, Blob>,
   const page: ObjectMeta[] = dir.list({ after: ids[0], limit: 50, reverse: true });
   const first: ObjectMeta[] = fromMap.list();
   const chunks: ObjectChunk[] = dir.chunks(bytes);
+  const chunkPage: ObjectChunk[] = dir.chunks(ids[0], { offset: 1 << 20, limit: 100 });
+  // @ts-expect-error the offset is a number
+  dir.chunks(ids[0], { offset: 'start' });
   const area: ObjectArea = chunks[0].area;
   const usage: ObjectFileUsage[] = dir.files({ onProgress: (done: number, total: number) => void (done / total) });
   const missing: number | null = usage[0].fileBytes;
@@ -120,7 +123,7 @@ export function objects(picked: FileList, files: File[], map: Map<string, Blob>,
   dir.list({ limit: '10' });
   // @ts-expect-error progress is a function
   dir.files({ onProgress: true });
-  overview.records + overview.packBytes + page.length + first.length + (missing ?? 0);
+  overview.records + overview.packBytes + chunkPage.length + page.length + first.length + (missing ?? 0);
   area && where && overview.compression;
   // @ts-expect-error ids are hex strings or bytes
   dir.get(42);

@@ -3,6 +3,8 @@
 //! `files()` with its progress callback; the core reads as little of a
 //! lazily opened store as each allows.
 
+use bale::ErrorKind;
+use bale::objects::MAX_CHUNKS_LISTED;
 use js_sys::{Array, Function, Object};
 use wasm_bindgen::prelude::*;
 
@@ -59,6 +61,14 @@ export interface ObjectListOptions {
   limit?: number;
   /** Descending id order. */
   reverse?: boolean;
+}
+
+/** Options of `ObjectStore.chunks()`: one page of a long chunk list. */
+export interface ObjectChunksOptions {
+  /** Start at the chunk holding this byte of the object (default 0). */
+  offset?: number;
+  /** Most chunks returned (default: all of them, `TOO_LARGE` past 1,048,576). */
+  limit?: number;
 }
 
 /** One chunk of an object, from `ObjectStore.chunks()`. */
@@ -138,15 +148,42 @@ impl ObjectStore {
 
     /// The chunks of object `id` in content order (one, its whole record,
     /// for an object stored whole), from its chunk lists and the chunks'
-    /// index entries, never their content. `NOT_FOUND` when `id` is not
-    /// stored.
+    /// index entries, never their content: all of them (`TOO_LARGE` past
+    /// 1,048,576), or with `offset`/`limit` a page from the chunk holding
+    /// byte `offset`, skipping the lists before it unread. `NOT_FOUND`
+    /// when `id` is not stored.
     #[wasm_bindgen(unchecked_return_type = "ObjectChunk[]")]
     pub fn chunks(
         &self,
         #[wasm_bindgen(unchecked_param_type = "ObjectIdLike")] id: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "ObjectChunksOptions")] options: JsValue,
     ) -> Result<Array, BaleError> {
         let id = self.id(&id)?;
-        Ok(self.store()?.chunks(&id)?.iter().map(|c| JsValue::from(report::object_chunk(c))).collect())
+        let (mut offset, mut limit) = (0, None);
+        for (name, value) in options::named(&options, "chunks", &["offset", "limit"])? {
+            let n = options::count_option(&name, &value)?;
+            match name.as_str() {
+                "offset" => offset = n,
+                _ => limit = Some(usize::try_from(n).unwrap_or(usize::MAX)),
+            }
+        }
+        let s = self.store()?;
+        let chunks = match limit {
+            Some(limit) => s.chunks_from(&id, offset, limit)?,
+            None if offset == 0 => s.chunks(&id)?,
+            None => {
+                let rest = s.chunks_from(&id, offset, MAX_CHUNKS_LISTED + 1)?;
+                if rest.len() > MAX_CHUNKS_LISTED {
+                    return Err(bale::Error::new(
+                        ErrorKind::TooLarge,
+                        format!("object {id} has more than {MAX_CHUNKS_LISTED} chunks from there; give a limit"),
+                    )
+                    .into());
+                }
+                rest
+            }
+        };
+        Ok(chunks.iter().map(|c| JsValue::from(report::object_chunk(c))).collect())
     }
 
     /// How much of each pack and staging file the index still uses (for a

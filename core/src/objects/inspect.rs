@@ -19,11 +19,12 @@ use super::store::{ObjectStore, PACKS_DIR, STAGING_DIR, file_name};
 use crate::btree::{ReadOps, ReadTxn};
 use crate::error::{Error, ErrorKind, Result};
 
-/// Most chunks [`ObjectStore::chunks`] lists for one object (a 256 GiB
-/// object at the default 64 KiB average); past it the list would not fit
-/// in a browser's memory, and a hostile chunk list naming one list many
-/// times could otherwise make it endless.
-pub const MAX_CHUNKS_LISTED: usize = 1 << 22;
+/// Most chunks [`ObjectStore::chunks`] lists for one object (a 64 GiB
+/// object at the default 64 KiB average; some 100 MiB of results): past it
+/// the list is `TOO_LARGE`, and [`ObjectStore::chunks_from`] gives it in
+/// pages. It also bounds a hostile chunk list that names one list many
+/// times.
+pub const MAX_CHUNKS_LISTED: usize = 1 << 20;
 
 /// Entries between two calls of `files`'s progress callback.
 const PROGRESS_STEP: u64 = 4096;
@@ -251,8 +252,34 @@ impl ObjectStore {
     /// the record lies; an object stored whole gives one entry, its blob
     /// record. Reads the object's chunk lists and the chunks' index
     /// entries (one snapshot), never the chunks' content. `NOT_FOUND` when
-    /// `id` is not stored; `TOO_LARGE` past [`MAX_CHUNKS_LISTED`] chunks.
+    /// `id` is not stored; `TOO_LARGE` past [`MAX_CHUNKS_LISTED`] chunks
+    /// (then [`chunks_from`](Self::chunks_from) pages through them).
     pub fn chunks(&self, id: &ObjectId) -> Result<Vec<ChunkInfo>> {
+        let (out, more) = self.walk_chunks(id, 0, MAX_CHUNKS_LISTED)?;
+        if more {
+            return Err(Error::new(
+                ErrorKind::TooLarge,
+                format!("object {id} has more than {MAX_CHUNKS_LISTED} chunks; list them in pages with chunks_from"),
+            ));
+        }
+        Ok(out)
+    }
+
+    /// At most `limit` chunks of object `id`, as [`chunks`](Self::chunks)
+    /// gives them, from the one holding byte `offset` (none when `offset`
+    /// is at or past the end, but from 0 always the first, which for an
+    /// empty object is its empty record): one page of a long chunk list;
+    /// the next starts at the end of the page's last chunk, until that is
+    /// the object's size. The lists spanning only bytes before `offset`
+    /// are skipped unread, so a page reads about one list per level and
+    /// the entries of its chunks.
+    pub fn chunks_from(&self, id: &ObjectId, offset: u64, limit: usize) -> Result<Vec<ChunkInfo>> {
+        Ok(self.walk_chunks(id, offset, limit)?.0)
+    }
+
+    /// The chunks from the one holding byte `from`, at most `limit`, and
+    /// whether more follow.
+    fn walk_chunks(&self, id: &ObjectId, from: u64, limit: usize) -> Result<(Vec<ChunkInfo>, bool)> {
         self.check_open()?;
         self.check_id(id)?;
         let r = self.inner.index.read()?;
@@ -260,8 +287,13 @@ impl ObjectStore {
             Some(e) if e.is_object() => e,
             _ => return Err(Error::new(ErrorKind::NotFound, format!("object {id} is not in the store"))),
         };
+        // From 0 there is always a first chunk: an empty object is one
+        // empty blob record.
+        if limit == 0 || (from > 0 && from >= e.size) {
+            return Ok((Vec::new(), false));
+        }
         if e.kind == RecordKind::Blob {
-            return Ok(vec![chunk_info(*id, 0, &e)]);
+            return Ok((vec![chunk_info(*id, 0, &e)], false));
         }
         let mut buf = Vec::new();
         let (_, h) = self.payload_from(id, Some(e), &mut buf)?;
@@ -269,9 +301,18 @@ impl ObjectStore {
         if h.kind != RecordKind::Root || list.total != e.size {
             return Err(Error::corrupt(format!("object {id}: its chunk list does not add up to its size")));
         }
-        let mut walk = ChunkWalk { store: self, snap: &r, object: *id, offset: 0, out: Vec::new() };
+        let mut walk = ChunkWalk {
+            store: self,
+            snap: &r,
+            object: *id,
+            offset: 0,
+            from,
+            limit,
+            more: false,
+            out: Vec::with_capacity(limit.min(4096)),
+        };
         walk.entries(&list.entries, h.level)?;
-        Ok(walk.out)
+        Ok((walk.out, walk.more))
     }
 
     /// How much of each pack and staging file the index still uses: for
@@ -361,8 +402,13 @@ struct ChunkWalk<'a> {
     store: &'a ObjectStore,
     snap: &'a ReadTxn,
     object: ObjectId,
-    /// Where the next chunk starts in the object.
+    /// Where the next entry starts in the object.
     offset: u64,
+    /// Chunks ending at or before this byte are skipped.
+    from: u64,
+    limit: usize,
+    /// Set when the limit was reached with chunks left.
+    more: bool,
     out: Vec<ChunkInfo>,
 }
 
@@ -372,6 +418,19 @@ impl ChunkWalk<'_> {
         let object = self.object;
         let damaged = |what: &str| Error::corrupt(format!("object {object}: {what}; run `bale obj validate`"));
         for le in entries {
+            if self.more {
+                return Ok(());
+            }
+            // Lengths add up (`decode_list` checked each list's sum), so
+            // the end of an entry cannot overflow.
+            if self.offset + le.len <= self.from {
+                self.offset += le.len;
+                continue;
+            }
+            if self.out.len() >= self.limit {
+                self.more = true;
+                return Ok(());
+            }
             let Some(e) = entry_in(self.snap, &le.id)? else {
                 return Err(Error::new(
                     ErrorKind::NotFound,
@@ -384,15 +443,6 @@ impl ChunkWalk<'_> {
             if level == 0 {
                 if !e.kind.is_content() {
                     return Err(damaged("a chunk list names a list as a chunk"));
-                }
-                if self.out.len() >= MAX_CHUNKS_LISTED {
-                    return Err(Error::new(
-                        ErrorKind::TooLarge,
-                        format!(
-                            "object {} has more than {MAX_CHUNKS_LISTED} chunks, too many to list; read it with get_range",
-                            self.object
-                        ),
-                    ));
                 }
                 self.out.push(chunk_info(le.id, self.offset, &e));
                 self.offset += le.len;
