@@ -8,9 +8,9 @@
 // server sent. Screenshots go to target/browser-artifacts/inspector-*.png.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
@@ -287,10 +287,110 @@ test('a bitable: levels, ranked keys, rank and select, check with progress', asy
   await page.close();
 });
 
-test('every damaged corpus file shows its error code: on opening, while browsing, or in check', async () => {
+test('an object store folder: overview, objects page by page, one object\'s chunk map and content, dedup and pack usage', async () => {
+  const { page, errors } = await newPage();
+  const c = manifest.object_cases.find((x) => x.id === 'objects-blake3');
+  const want = JSON.parse(readFileSync(join(CORPUS, c.expect), 'utf8'));
+  await page.goto(`${base}/www/index.html`);
+  const listed = page.evaluate(() => new Promise((ok) => document.addEventListener('page-shown', () => ok(), { once: true })));
+  await page.setInputFiles('#folder', join(CORPUS, c.file));
+  const r = await settled(page);
+  assert.equal(r.state, 'ready', r.status);
+  assert.equal(r.summary.kind, 'objects');
+  assert.equal(r.summary.hash, want.hash);
+  await listed;
+  const ids = await page.$$eval('#objects td.key', (tds) => tds.map((td) => td.textContent));
+  assert.deepEqual(ids, want.objects.map(([id]) => id));
+  assert.match(await page.textContent('#objects-overview'), /\d/);
+  // The largest object: its chunks tile it, and its content is its bytes.
+  const [bigId, bigHex] = want.objects.reduce((a, b) => (b[1].length > a[1].length ? b : a));
+  const shown = page.evaluate(() => new Promise((ok) => document.addEventListener('object-shown', () => ok(), { once: true })));
+  await page.click(`#objects tr[aria-label="${bigId}"]`);
+  await shown;
+  const chunks = await page.$$eval('#object-chunks tr', (trs) => trs.slice(1).map((tr) => [...tr.cells].map((td) => td.textContent)));
+  assert.ok(chunks.length >= 1);
+  const sizes = chunks.map((row) => Number(row[1].replace(/,/g, '')));
+  assert.equal(sizes.reduce((a, b) => a + b, 0), bigHex.length / 2);
+  assert.equal(Number(chunks[0][0]), 0);
+  assert.ok(await page.isVisible('figure[data-plot="chunk-map"] canvas'));
+  const mode = await page.getAttribute('#object-content', 'data-mode');
+  const body = await page.textContent('#object-content .value-body');
+  const bytes = Buffer.from(bigHex, 'hex');
+  if (mode === 'text') assert.equal(body, bytes.toString());
+  else assert.match(body, new RegExp(bytes.subarray(0, 8).toString('hex').replace(/(..)/g, '$1 ').trim()));
+  await shot(page, 'objects');
+  // Sizes and dedup, then pack usage: both read the whole index.
+  await act(page, '#objects-stats', 'analysis-done');
+  const dedup = Number(await page.getAttribute('#objects-stats-out', 'data-dedup'));
+  assert.ok(dedup >= 1, `dedup ${dedup}`);
+  assert.ok(await page.isVisible('figure[data-plot="dedup"] canvas'));
+  const sizeRows = await page.$$eval('figure[data-plot="sizes"] table.legend tr', (trs) => trs.slice(1).map((tr) => Number(tr.cells[1].textContent.replace(/,/g, ''))));
+  assert.equal(sizeRows.reduce((a, b) => a + b, 0), want.objects.length);
+  await act(page, '#objects-files', 'analysis-done');
+  const files = await page.$$eval('figure[data-plot="packs"] table.legend tr', (trs) => trs.slice(1).map((tr) => tr.cells[0].textContent));
+  assert.ok(files.length >= 2, JSON.stringify(files));
+  await shot(page, 'objects-analysis');
+  // A single-file object store is a tree store too: both views.
+  const one = manifest.object_cases.find((x) => x.id === 'objects-file-blake3');
+  const wantOne = JSON.parse(readFileSync(join(CORPUS, one.expect), 'utf8'));
+  const r1 = await openFile(page, join(CORPUS, one.file));
+  assert.equal(r1.state, 'ready', r1.status);
+  assert.equal(r1.summary.objects, true);
+  assert.deepEqual(await page.$$eval('[role=tab]', (ts) => ts.map((t) => t.textContent)), ['Overview', 'Objects', 'Index keys', 'Check']);
+  await act(page, '#tab-objects', 'page-shown');
+  assert.deepEqual(await page.$$eval('#objects td.key', (tds) => tds.map((td) => td.textContent)), wantOne.objects.map(([id]) => id));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('objects page by page: Next and Previous over 120 objects the CLI stored', async () => {
+  const dir = join(work, 'many');
+  const files = join(work, 'many-files');
+  mkdirSync(files);
+  for (let i = 0; i < 120; i++) writeFileSync(join(files, `f${i}`), `object number ${i}`);
+  const run = (args) => {
+    const r = spawnSync(cliPath(), args, { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    return r.stdout;
+  };
+  run(['obj', 'init', dir]);
+  run(['obj', 'add', dir, files]);
+  const ids = run(['obj', 'ls', dir]).trim().split('\n');
+  assert.equal(ids.length, 120);
+  const { page, errors } = await newPage();
+  await page.goto(`${base}/www/index.html`);
+  const listed = page.evaluate(() => new Promise((ok) => document.addEventListener('page-shown', () => ok(), { once: true })));
+  await page.setInputFiles('#folder', dir);
+  assert.equal((await settled(page)).state, 'ready');
+  await listed;
+  const shown = () => page.$$eval('#objects td.key', (tds) => tds.map((td) => td.textContent));
+  assert.deepEqual(await shown(), ids.slice(0, 50));
+  assert.equal(await page.isDisabled('#objects-prev'), true);
+  await act(page, '#objects-next', 'page-shown');
+  assert.deepEqual(await shown(), ids.slice(50, 100));
+  await act(page, '#objects-next', 'page-shown');
+  assert.deepEqual(await shown(), ids.slice(100));
+  assert.equal(await page.isDisabled('#objects-next'), true);
+  await act(page, '#objects-prev', 'page-shown');
+  assert.deepEqual(await shown(), ids.slice(50, 100));
+  await act(page, '#objects-prev', 'page-shown');
+  assert.deepEqual(await shown(), ids.slice(0, 50));
+  assert.equal(await page.isDisabled('#objects-prev'), true);
+  // Keyboard: down a row and Enter shows that object.
+  await page.focus('#objects tr[data-index="0"]');
+  await page.keyboard.press('ArrowDown');
+  const objectShown = page.evaluate(() => new Promise((ok) => document.addEventListener('object-shown', () => ok(), { once: true })));
+  await page.keyboard.press('Enter');
+  await objectShown;
+  assert.match(await page.textContent('#object h3'), new RegExp(ids[1]));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('every damaged corpus file and store shows its error code: on opening, while browsing, in an object, or in check', async () => {
   const { page, errors } = await newPage();
   const cases = [...manifest.cases, ...manifest.bitable_cases].filter((c) => c.error);
-  assert.ok(cases.length >= 30);
+  assert.ok(cases.length >= 30 && manifest.object_cases.filter((c) => c.error).length >= 10);
   const seen = [];
   for (const c of cases) {
     const r = await openFile(page, join(CORPUS, c.file));
@@ -324,6 +424,38 @@ test('every damaged corpus file shows its error code: on opening, while browsing
     const code = await page.getAttribute('#check-result', 'data-code');
     assert.ok(problems > 0 || code === c.error, `${c.id}: no error seen (${info})`);
     seen.push([c.id, 'check']);
+  }
+  // Damaged object stores (folders, or single files): on opening, in the
+  // object list, or in an object's chunks or content.
+  for (const c of manifest.object_cases.filter((x) => x.error)) {
+    await page.goto(`${base}/www/index.html`);
+    const path = join(CORPUS, c.file);
+    await page.setInputFiles(statSync(path).isDirectory() ? '#folder' : '#file', path);
+    const r = await settled(page);
+    if (r.state === 'error') {
+      assert.equal(r.code, c.error, `${c.id}: ${r.error}`);
+      seen.push([c.id, 'open']);
+      continue;
+    }
+    await page.waitForSelector('#objects-info:not(:empty)');
+    const info = await page.textContent('#objects-info');
+    if (info.startsWith(c.error)) {
+      seen.push([c.id, 'list']);
+      continue;
+    }
+    let found = false;
+    for (const id of await page.$$eval('#objects tr[aria-label]', (trs) => trs.map((tr) => tr.getAttribute('aria-label')))) {
+      const shown = page.evaluate(() => new Promise((ok) => document.addEventListener('object-shown', () => ok(), { once: true })));
+      await page.click(`#objects tr[aria-label="${id}"]`);
+      await shown;
+      const error = await page.$eval('#object', (e) => e.querySelector('p.error')?.textContent ?? '');
+      if (error.startsWith(c.error)) {
+        found = true;
+        break;
+      }
+    }
+    assert.ok(found, `${c.id}: no object showed ${c.error}`);
+    seen.push([c.id, 'object']);
   }
   console.log(`damaged files: ${seen.map(([id, where]) => `${id}@${where}`).join(' ')}`);
   assert.ok(seen.filter(([, w]) => w === 'open').length >= 15);

@@ -8,6 +8,8 @@ import { showValue } from './value-view.js';
 const PAGE = 50;
 /** Chunks listed in the table under the chunk map. */
 const CHUNK_ROWS = 200;
+/** Chunks fetched for the map: an object's first this many. */
+const CHUNK_MAP = 20000;
 
 const yesNo = (b) => (b ? 'yes' : 'no');
 
@@ -23,15 +25,17 @@ function chunkMap(chunks, size) {
   const g = c.getContext('2d');
   g.scale(dpr, dpr);
   // One colour per file the chunks lie in: how scattered the object is.
-  const files = [...new Set(chunks.map((k) => `${k.area}/${k.file}`))];
+  const where = (k) => k.file ?? 'the store file';
+  const files = [...new Set(chunks.map(where))];
   chunks.forEach((k) => {
     const x = (k.offset / Math.max(1, size)) * width;
     const w = Math.max(1, (k.size / Math.max(1, size)) * width);
-    g.fillStyle = colourOf('', files.indexOf(`${k.area}/${k.file}`));
+    g.fillStyle = colourOf('', files.indexOf(where(k)));
     g.fillRect(x, 0, w, height);
     if (w > 3) g.clearRect(x + w - 1, 0, 1, height);
   });
-  const text = `Chunk map: ${fmt(chunks.length)} chunks over ${bytes(size)}, in ${fmt(files.length)} files (${files.join(', ')}).`;
+  const covered = chunks.length ? chunks.at(-1).offset + chunks.at(-1).size : 0;
+  const text = `Chunk map: ${fmt(chunks.length)} chunks over ${covered < size ? `the first ${bytes(covered)} of ` : ''}${bytes(size)}, in ${fmt(files.length)} file${files.length === 1 ? '' : 's'} (${files.join(', ')}).`;
   c.setAttribute('aria-label', text);
   return el('figure', { class: 'plot', dataset: { plot: 'chunk-map' } }, c, el('figcaption', { text }));
 }
@@ -141,7 +145,7 @@ export class ObjectsView {
     this.detail.replaceChildren(el('p', { class: 'note', text: 'Reading…' }));
     try {
       const meta = await this.call('objectMeta', [id]);
-      const chunks = await this.call('objectChunks', [id]);
+      const chunks = await this.call('objectChunks', [id, { limit: CHUNK_MAP }]);
       const metaTable = el('table', { id: 'object-meta' });
       pairs(metaTable, [
         ['id', meta.id],
@@ -161,7 +165,7 @@ export class ObjectsView {
             el('td', { class: 'num', text: fmt(k.offset) }),
             el('td', { class: 'num', text: fmt(k.size) }),
             el('td', { class: 'num', text: `${fmt(k.storedSize)}${k.compressed ? ' (lz4)' : ''}` }),
-            el('td', { text: `${k.area} ${k.file}` }),
+            el('td', { text: k.file ?? 'the store file' }),
             el('td', { class: 'key', text: k.id.slice(0, 16), title: k.id }))));
       const content = el('div', { id: 'object-content' });
       this.detail.replaceChildren(el('h3', { text: `Object ${meta.id}` }), metaTable, chunkMap(chunks, meta.size), content, chunkTable);
@@ -224,9 +228,11 @@ export class ObjectsView {
         bar.max = Math.max(1, total);
         bar.value = done;
       });
-      const items = files.map((f) => ({ name: `${f.area} ${f.number}`, value: f.bytes, part: f.liveBytes }));
+      // A file the index names but that is missing has no size: its live bytes stand in.
+      const size = (f) => f.fileBytes ?? f.committedBytes ?? f.liveBytes;
+      const items = files.map((f) => ({ name: `${f.file ?? 'the store file'}${f.fileBytes === null ? ' (missing)' : ''}`, value: size(f), part: f.liveBytes }));
       const live = files.reduce((n, f) => n + f.liveBytes, 0);
-      const all = files.reduce((n, f) => n + f.bytes, 0);
+      const all = files.reduce((n, f) => n + size(f), 0);
       out.replaceChildren(
         bars(items, { label: `Pack usage: ${bytes(live)} live of ${bytes(all)}`, head: ['file', 'bytes', 'live bytes'], format: bytes, plot: 'packs' }),
       );
