@@ -162,11 +162,31 @@ pub struct Store {
     pub(crate) shared: Arc<Shared>,
 }
 
+/// Reads of the meta slots before one that fails its checksum counts as
+/// damaged.
+const META_READS: usize = 4;
+
 /// Both meta slots, copied, then verified and decoded from the copy: a
 /// commit may be writing a meta page through the map while it is read, and
 /// fields decoded from the live map after its checksum passed could come
-/// from two versions.
+/// from two versions. A copy that overlapped a commit comes out torn (a
+/// reader preempted in the middle of it can even find both slots torn
+/// while the file is sound), so a slot that fails its checksum is read
+/// again a few times; damage stays, a tear does not.
 pub(crate) fn meta_slots(storage: &dyn Storage, map: Option<&Mapping>, geo: Geometry) -> Result<[SlotState; 2]> {
+    let torn = |s: &SlotState| matches!(s, SlotState::Invalid { checksum_failed: true, .. });
+    let mut slots = read_meta_slots(storage, map, geo)?;
+    for _ in 1..META_READS {
+        if !slots.iter().any(torn) {
+            break;
+        }
+        std::thread::yield_now();
+        slots = read_meta_slots(storage, map, geo)?;
+    }
+    Ok(slots)
+}
+
+fn read_meta_slots(storage: &dyn Storage, map: Option<&Mapping>, geo: Geometry) -> Result<[SlotState; 2]> {
     let ps = geo.page_size;
     let mut both = vec![0u8; 2 * ps];
     match map.and_then(|m| (**m).as_ref().get(ps..3 * ps)) {
