@@ -1,8 +1,9 @@
 //! Damaged files (reliability plan, R9): truncation at every length, every
 //! single-bit flip in the header and the meta pages, garbage over whole
 //! pages and hostile pages with valid checksums. Opening, iterating,
-//! looking up every key and `check` must either give the right data or a
-//! typed error; never a panic, never wrong data that `check` calls healthy.
+//! looking up every key, `check` and `estimate` must either give the right
+//! data or a typed error; never a panic, never wrong data that `check` calls
+//! healthy.
 //! Each file is tried in memory and on disk, with and without a memory map.
 //!
 //! Every sweep runs its cases in a child process (this binary re-executed)
@@ -173,8 +174,19 @@ fn examine(open: &dyn Fn() -> bale::Result<Store>, keys: &[Vec<u8>]) -> Seen {
         }
         Ok(out)
     })();
-    let check = Some(bale::btree::check(&store));
-    Seen { content, inconsistent, check }
+    let check = bale::btree::check(&store);
+    // The estimate reads a few of the pages check reads: it fails, with a
+    // typed error, only where check finds the tree damaged.
+    if let Err(e) = bale::btree::estimate(&store, 64, 1)
+        && inconsistent.is_none()
+    {
+        if !typed(e.kind()) {
+            inconsistent = Some(format!("estimate gave an untyped error {e}"));
+        } else if check.as_ref().is_ok_and(|r| r.tree_ok()) {
+            inconsistent = Some(format!("estimate failed ({e}) on a tree check calls healthy"));
+        }
+    }
+    Seen { content, inconsistent, check: Some(check) }
 }
 
 /// Error kinds a damaged file may produce.

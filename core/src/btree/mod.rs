@@ -4,6 +4,7 @@ mod batch;
 mod check;
 mod compact;
 mod cursor;
+mod estimate;
 mod freelist;
 mod key_cursor;
 mod live_range;
@@ -25,6 +26,7 @@ mod write;
 pub use batch::{BatchOp, WriteBatch, check_key};
 pub use check::{CheckOptions, CheckReport, Problem, check, check_txn, check_with};
 pub use compact::{CompactReport, compact_into};
+pub use estimate::{DEFAULT_ESTIMATE_SAMPLES, Estimate, MAX_ESTIMATE_SAMPLES, estimate};
 pub use page_map::{PageKind, PageMap};
 pub use stat::{Stat, camel_case, stat};
 
