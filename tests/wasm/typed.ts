@@ -13,6 +13,7 @@ import init, {
   type CacheStats,
   type CheckReport,
   type ErrorCode,
+  type EstimateOptions,
   type ObjectArea,
   type ObjectChunk,
   type ObjectFileUsage,
@@ -22,6 +23,7 @@ import init, {
   type ObjectValidateReport,
   type PageKindName,
   type PageMap,
+  type StoreEstimate,
   type StoreStat,
 } from 'bale-wasm';
 import { WorkerStore, transfer, type StoreInfo } from 'bale-wasm/worker';
@@ -46,6 +48,11 @@ export async function inMemory(): Promise<Uint8Array> {
   const map: PageMap | undefined = checked.pageMap;
   const kind: PageKindName | undefined = map?.kindNames[map.kinds[3]];
   const pages: number = map ? map.counts.leaf + map.counts.valueBlock + map.fill[0] : db.check().pages;
+  const options: EstimateOptions = { samples: 128, seed: 7 };
+  const est: StoreEstimate = db.estimate(options);
+  const depth: number = db.estimate().depth + est.leafFill + est.largeShare;
+  // @ts-expect-error no such option
+  db.estimate({ sample: 128 });
   // @ts-expect-error no such option
   db.check({ page_map: true });
   // @ts-expect-error progress is (done, total) => void
@@ -56,7 +63,7 @@ export async function inMemory(): Promise<Uint8Array> {
   db.range({ gt: 1 });
   // @ts-expect-error no such option
   Store.create({ page_size: 4096 });
-  keys.length + stat.entries + codes.length + pages;
+  keys.length + stat.entries + codes.length + pages + depth;
   kind;
   return db.toBytes();
 }

@@ -114,6 +114,61 @@ export interface StoreStat {
   metaSlot: number;
 }
 
+/**
+ * Options of `Store.estimate()`. Any other option name is refused with
+ * `INVALID_ARGUMENT`; `undefined` and `null` are the same as leaving an
+ * option out.
+ */
+export interface EstimateOptions {
+  /** Random root-to-leaf descents: 1 to 4096 (default 64). */
+  samples?: number;
+  /** Fixes the descents' choices: the same commit, samples and seed give the same estimate (default 0). */
+  seed?: number;
+}
+
+/**
+ * `Store.estimate()`: the store's shape from a few random root-to-leaf
+ * descents. `depth`, `entries` and `rootFanout` are exact; the rest are
+ * estimates over the leaves the descents reached (page counts exact only
+ * up to depth 2). Large values are known by the length their leaf gives;
+ * inline values are stored as written, uncompressed. An empty store gives
+ * depth 0 and zeros.
+ */
+export interface StoreEstimate {
+  txn: number;
+  pageSize: number;
+  entries: number;
+  /** Levels of the tree; 1 when the root is a leaf. */
+  depth: number;
+  /** Children of the root; 0 when the root is a leaf. */
+  rootFanout: number;
+  /** Descents made. */
+  samples: number;
+  /** Distinct leaves they reached. */
+  leavesSampled: number;
+  /** Distinct pages read (each once). */
+  pagesRead: number;
+  /** Estimated leaf pages. */
+  leafPages: number;
+  /** Estimated branch pages. */
+  branchPages: number;
+  /** Share of a leaf's bytes holding header, slots and cells (0..1), as `StoreStat.fill` counts them. */
+  leafFill: number;
+  avgKeyLen: number;
+  /** Mean length of inline values (0 when none was sampled). */
+  avgInlineValueLen: number;
+  /** Share of entries whose value is large, stored out of line (0..1). */
+  largeShare: number;
+  /** Mean length of large values as written (0 when none was sampled). */
+  avgLargeValueLen: number;
+  /** Estimated `StoreStat.inlineValueBytes`. */
+  inlineValueBytes: number;
+  /** Estimated `StoreStat.largeValues`. */
+  largeValues: number;
+  /** Estimated `StoreStat.largeValueBytes`. */
+  largeValueBytes: number;
+}
+
 export interface CheckProblem {
   page: number | null;
   message: string;

@@ -1,8 +1,8 @@
-//! Reports as plain JS objects: `stat()`, `check()` and `cacheStats()` of
-//! a tree store, and `meta()`, `stats()`, `validate()`, `overview()`,
-//! `chunks()` and `files()` of an object store.
+//! Reports as plain JS objects: `stat()`, `estimate()`, `check()` and
+//! `cacheStats()` of a tree store, and `meta()`, `stats()`, `validate()`,
+//! `overview()`, `chunks()` and `files()` of an object store.
 
-use bale::btree::{CheckReport, PageKind, PageMap, Stat, camel_case};
+use bale::btree::{CheckReport, Estimate, PageKind, PageMap, Stat, camel_case};
 use bale::chunk_cache::ChunkCache;
 use bale::objects::{ChunkInfo, FileUsage, ObjectMeta, ObjectOverview, ObjectStats, ValidateReport};
 use js_sys::{Array, Object, Reflect, Uint8Array};
@@ -24,6 +24,15 @@ pub fn stat(s: &Stat, format_version: u16, file_bytes: u64) -> Object {
     set(&o, "formatVersion", format_version);
     set(&o, "fileBytes", num(file_bytes));
     for (name, v) in s.fields() {
+        set(&o, &camel_case(name), v);
+    }
+    o
+}
+
+/// `estimate()`: the core's fields, in camelCase.
+pub fn estimate(e: &Estimate) -> Object {
+    let o = Object::new();
+    for (name, v) in e.fields() {
         set(&o, &camel_case(name), v);
     }
     o

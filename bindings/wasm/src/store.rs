@@ -294,6 +294,28 @@ impl Store {
         Ok(report::stat(&s, store.format_version(), self.file_bytes()? as u64))
     }
 
+    /// An overview of the store from a few random root-to-leaf descents
+    /// (`samples`, default 64, at most 4096; the choices fixed by `seed`,
+    /// default 0): depth, entries and the root's fan-out exact, fills,
+    /// lengths and page counts estimated, reading at most
+    /// `1 + samples × (depth − 1)` pages; of the last commit for a writable
+    /// store.
+    #[wasm_bindgen(unchecked_return_type = "StoreEstimate")]
+    pub fn estimate(
+        &self,
+        #[wasm_bindgen(unchecked_optional_param_type = "EstimateOptions")] options: JsValue,
+    ) -> Result<Object, BaleError> {
+        let (mut samples, mut seed) = (bale::btree::DEFAULT_ESTIMATE_SAMPLES as u64, 0);
+        for (name, value) in options::named(&options, "estimate", &["samples", "seed"])? {
+            let n = options::count_option(&name, &value)?;
+            if name == "samples" { samples = n } else { seed = n }
+        }
+        // The core refuses 0 and anything above its maximum.
+        let samples = usize::try_from(samples).unwrap_or(usize::MAX);
+        let store = &self.inner()?.store;
+        Ok(report::estimate(&bale::btree::estimate(store, samples, seed)?))
+    }
+
     /// Verifies every page (checksums, key order, tree shape, value blocks,
     /// free list) and reports the bad ones; of the last commit for a
     /// writable store. Throws only when the check cannot proceed at all.
