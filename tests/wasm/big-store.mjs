@@ -1,11 +1,10 @@
 // A ~1 GiB store for the lazy-read tests, written by the `bale` CLI: one
 // 1 GiB value of deterministic incompressible bytes (AES-128-CTR keystream,
-// so any slice can be recomputed) and a few thousand small keys. The caller
-// deletes it with `cleanup()`.
-import { createCipheriv } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+// so any slice can be recomputed) and a few thousand small keys.
+import { createCipheriv, createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 import { baleStreamed } from './cli.mjs';
 
@@ -16,6 +15,8 @@ export const smallKey = (i) => `small/${String(i).padStart(5, '0')}`;
 export const smallValue = (i) => `value of small key ${i}`;
 
 const KEY = Buffer.alloc(16, 7);
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const TARGET = process.env.CARGO_TARGET_DIR ? resolve(REPO, process.env.CARGO_TARGET_DIR) : join(REPO, 'target');
 
 /** `len` bytes of the big value from `offset`. */
 export function bigBytes(offset, len) {
@@ -27,26 +28,38 @@ export function bigBytes(offset, len) {
   return c.update(Buffer.alloc(skip + len)).subarray(skip);
 }
 
+/**
+ * The store, written once per build folder (`<target>/test-data/`) and
+ * shared by the suites that read it (they only read): its name carries a
+ * digest of this generator, so a change here writes a new one. Written
+ * under a temporary name and renamed into place, so suites running at once
+ * never see half a store. `cleanup()` leaves it for the next suite.
+ */
 export async function makeBigStore() {
-  const dir = mkdtempSync(join(tmpdir(), 'bale-big-'));
-  const path = join(dir, 'big.bale');
-  const cleanup = () => rmSync(dir, { recursive: true, force: true });
+  const digest = createHash('sha256').update(readFileSync(fileURLToPath(import.meta.url))).digest('hex').slice(0, 12);
+  const dir = join(TARGET, 'test-data');
+  const path = join(dir, `big-${digest}.bale`);
+  const cleanup = () => {};
+  if (existsSync(path)) return { path, cleanup };
+  mkdirSync(dir, { recursive: true });
+  const tmp = mkdtempSync(join(dir, 'big-'));
+  const part = join(tmp, 'big.bale');
   try {
-    await baleStreamed(['kv', 'put', path, BIG_KEY, '-', '--create'], async (stdin) => {
+    await baleStreamed(['kv', 'put', part, BIG_KEY, '-', '--create'], async (stdin) => {
       const chunk = 4 << 20;
       for (let off = 0; off < BIG_LEN; off += chunk) {
         if (!stdin.write(bigBytes(off, chunk))) await new Promise((r) => stdin.once('drain', r));
       }
       stdin.end();
     });
-    await baleStreamed(['kv', 'load', path], async (stdin) => {
+    await baleStreamed(['kv', 'load', part], async (stdin) => {
       const lines = [];
       for (let i = 0; i < SMALL_KEYS; i++) lines.push(`${smallKey(i)}\t${smallValue(i)}\n`);
       stdin.end(lines.join(''));
     });
-  } catch (e) {
-    cleanup();
-    throw e;
+    renameSync(part, path);
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
   }
   return { path, cleanup };
 }

@@ -103,7 +103,10 @@ function treeOverview(panel, s) {
       statButton.disabled = true;
       try {
         const st = await call('stat');
-        pairs(statTable, Object.entries(st).map(([k, v]) => statRow(k, v)));
+        const rows = Object.entries(st).map(([k, v]) => statRow(k, v));
+        // Large values are compressed in blocks when that pays; inline ones are stored as written.
+        if (st.largeValueBytes > 0) rows.push(['large value compression', `${(st.largeValueBytes / Math.max(1, st.largeStoredBytes)).toFixed(2)}× (${bytes(st.largeValueBytes)} in ${bytes(st.largeStoredBytes)})`]);
+        pairs(statTable, rows);
         statTable.dataset.ready = 'true';
         state.stat = st;
       } catch (e) {
@@ -112,7 +115,34 @@ function treeOverview(panel, s) {
       statButton.disabled = false;
     },
   });
-  panel.replaceChildren(el('h2', { text: 'Overview' }), table, el('h2', { text: 'Statistics' }), statButton, statTable);
+  const shape = el('table', { id: 'estimate' });
+  panel.replaceChildren(
+    el('h2', { text: 'Overview' }),
+    table,
+    el('h2', { text: 'Shape' }),
+    el('p', { class: 'note', id: 'estimate-note', text: 'Estimating from a few random root-to-leaf descents…' }),
+    shape,
+    el('h2', { text: 'Statistics' }),
+    statButton,
+    statTable,
+  );
+  estimate(shape, s);
+}
+
+/** The tree's shape from sampled descents: a few pages, whatever the file's size. */
+async function estimate(table, s) {
+  const note = $('estimate-note');
+  try {
+    const e = await call('estimate', [{ samples: 64 }]);
+    state.estimate = e;
+    note.textContent = `Depth, entries and the root's fan-out are exact; the rest is estimated from ${fmt(e.samples)} descents reaching ${fmt(e.leavesSampled)} leaves (${fmt(e.pagesRead)} pages read). "Analyze" below counts exactly.`;
+    const keys = ['depth', 'entries', 'rootFanout', 'leafPages', 'branchPages', 'leafFill', 'avgKeyLen', 'avgInlineValueLen', 'largeShare', 'avgLargeValueLen', 'largeValues', 'largeValueBytes'];
+    pairs(table, keys.map((k) => statRow(k, e[k])));
+    table.dataset.ready = 'true';
+  } catch (err) {
+    note.textContent = '';
+    pairs(table, [['error', describeError(err, s.pageSize).text]]);
+  }
 }
 
 async function bitableOverview(panel, s) {

@@ -67,8 +67,8 @@ export function statRow(name, v) {
   const label = name.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
   if (typeof v !== 'number') return [label, String(v)];
   if (/Bytes$/.test(name)) return [label, `${fmt(v)} (${bytes(v)})`];
-  if (/Fill$|^fill$/.test(name)) return [label, `${(v * 100).toFixed(1)} %`];
-  return [label, Number.isInteger(v) ? fmt(v) : v.toFixed(3)];
+  if (/Fill$|^fill$|Share$/.test(name)) return [label, `${(v * 100).toFixed(1)} %`];
+  return [label, Number.isInteger(v) ? fmt(v) : v.toFixed(1)];
 }
 
 /** Creates an element with attributes and children. */

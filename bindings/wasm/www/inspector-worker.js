@@ -157,6 +157,7 @@ const OPS = {
   valueLength: (o, [key]) => keyLength(o, key) ?? null,
   value: (o, [key, offset, length]) => (o.kind === 'bitable' ? o.table : o.store).getRange(key, offset, length) ?? null,
   stat: (o) => (need(o, 'tree'), o.store.stat()),
+  estimate: (o, [options]) => (need(o, 'tree'), o.store.estimate(options)),
   check: (o, [options], progress) => {
     if (o.kind === 'bitable') return o.table.check(progress);
     need(o, 'tree');
