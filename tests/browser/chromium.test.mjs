@@ -91,6 +91,15 @@ test('WorkerStore: stores in a worker through Promises; error codes, transfers a
   assert.ok(r.scan.cache.aheadChunks > 0);
   assert.ok(r.scan.cache.cachedBytes <= r.scan.cache.capacityBytes && r.scan.cache.capacityBytes < r.scan.fileBytes);
   assert.deepEqual(r.keysLimited, want.entries.slice(-3).reverse().map(([k]) => Buffer.from(k, 'hex').toString()));
+  // check with onProgress and pageMap, and estimate, through the worker.
+  assert.equal(r.checkProgress.ok, true);
+  assert.ok(r.checkProgress.calls >= 1, JSON.stringify(r.checkProgress));
+  assert.deepEqual(r.checkProgress.last, [r.checkProgress.pages, r.checkProgress.pages]);
+  assert.equal(r.checkProgress.mapPages, r.checkProgress.pages);
+  assert.equal(r.checkPlain, false);
+  assert.equal(r.badProgress.code, 'INVALID_ARGUMENT');
+  assert.equal(r.estimate.entries, want.count);
+  assert.equal(r.estimate.samples, 16);
   // The scan's keys and values were moved out of the worker.
   assert.ok(r.transferred.after - r.transferred.before >= want.entries.reduce((n, [k, v]) => n + (k.length + v.length) / 2, 0), JSON.stringify(r.transferred));
   // Writable store in a worker; transfer() moved the caller's buffers.

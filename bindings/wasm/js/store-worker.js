@@ -36,7 +36,10 @@ const CALLS = {
   abort: (s) => s.abort(),
   toBytes: (s) => s.toBytes(),
   stat: (s) => s.stat(),
-  check: (s) => s.check(),
+  estimate: (s, options) => s.estimate(options),
+  // onProgress cannot cross to the worker: the page's WorkerStore asks for
+  // progress messages instead (withProgress) and keeps the function.
+  check: (s, options, progress) => s.check(options === undefined ? undefined : { ...options, ...(progress ? { onProgress: progress } : {}) }),
   cacheStats: (s) => s.cacheStats(),
   resetCounters: (s) => s.resetCounters(),
   info: (s) => ({
@@ -70,7 +73,7 @@ function errorInfo(e) {
   return { name: e.name, message: e.message, code: e.code, page: e.page };
 }
 
-function run(op, args) {
+function run(op, args, progress) {
   if (Object.hasOwn(OPENERS, op)) {
     if (store) throw new Error(`this worker already holds a store (${op})`);
     store = OPENERS[op](...args);
@@ -78,13 +81,14 @@ function run(op, args) {
   }
   if (!Object.hasOwn(CALLS, op)) throw new Error(`unknown operation ${op}`);
   if (!store) throw new Error(`no store is open (${op})`);
-  return CALLS[op](store, ...args);
+  return op === 'check' ? CALLS.check(store, args[0], progress) : CALLS[op](store, ...args);
 }
 
-self.onmessage = async ({ data: { id, op, args } }) => {
+self.onmessage = async ({ data: { id, op, args, withProgress } }) => {
   try {
     await ready;
-    const result = run(op, args);
+    const progress = withProgress ? (done, total) => self.postMessage({ id, progress: [done, total] }) : undefined;
+    const result = run(op, args, progress);
     const moved = [...buffers(result)];
     const sizes = moved.map((b) => b.byteLength);
     self.postMessage({ id, ok: true, result }, moved);

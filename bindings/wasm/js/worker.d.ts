@@ -3,10 +3,13 @@ import type {
   BytesOptions,
   CacheOptions,
   CacheStats,
+  CheckOptions,
   CheckReport,
   CreateOptions,
+  EstimateOptions,
   Key,
   RangeOptions,
+  StoreEstimate,
   StoreStat,
 } from '../pkg/bale_wasm.js';
 
@@ -69,7 +72,9 @@ export class WorkerStore {
   abort(): Promise<void>;
   toBytes(): Promise<Uint8Array>;
   stat(): Promise<StoreStat>;
-  check(): Promise<CheckReport>;
+  estimate(options?: EstimateOptions): Promise<StoreEstimate>;
+  /** `onProgress` runs on this thread, from the worker's progress messages. */
+  check(options?: CheckOptions): Promise<CheckReport>;
   cacheStats(): Promise<CacheStats | undefined>;
   resetCounters(): Promise<void>;
   /** The store's summary now; also kept in `info`. */

@@ -8,7 +8,7 @@
 /** The Store methods a WorkerStore forwards (worker.d.ts has their types). */
 const CALLS = [
   'get', 'has', 'valueLength', 'getRange', 'range', 'keys', 'put', 'delete', 'commit', 'abort', 'toBytes',
-  'stat', 'check', 'cacheStats', 'resetCounters',
+  'stat', 'estimate', 'cacheStats', 'resetCounters',
 ];
 
 const toTransfer = new WeakSet();
@@ -51,6 +51,10 @@ export class WorkerStore {
     this.#worker.onmessage = ({ data }) => {
       const p = this.#pending.get(data.id);
       if (!p) return;
+      if (data.progress) {
+        p.onProgress?.(...data.progress);
+        return;
+      }
       this.#pending.delete(data.id);
       if (data.ok) p.resolve(data.result);
       else p.reject(fromInfo(data.error));
@@ -77,7 +81,7 @@ export class WorkerStore {
 
   // get, has, valueLength, getRange, range and keys (every entry in an
   // array: page with gt and limit), put, delete, commit, abort, toBytes,
-  // stat, check, cacheStats, resetCounters: the Store method of that name,
+  // stat, estimate, cacheStats, resetCounters: the Store method of that name,
   // run in the worker, its result in a Promise.
   static {
     for (const op of CALLS) {
@@ -85,6 +89,19 @@ export class WorkerStore {
         return this.#call(op, args);
       };
     }
+  }
+
+  /**
+   * Store.check in the worker: `pageMap` as there; `onProgress(done, total)`
+   * is called here, from progress messages the worker sends.
+   */
+  check(options) {
+    if (options === undefined || options === null) return this.#call('check', []);
+    const { onProgress, ...rest } = options;
+    if (onProgress !== undefined && typeof onProgress !== 'function') {
+      return Promise.reject(baleError('INVALID_ARGUMENT', 'onProgress must be a function (pagesDone, pagesTotal) => void'));
+    }
+    return this.#call('check', [rest], onProgress);
   }
 
   async #start(op, args) {
@@ -108,7 +125,7 @@ export class WorkerStore {
     this.#worker.terminate();
   }
 
-  #call(op, args = []) {
+  #call(op, args = [], onProgress) {
     if (this.#closed) return Promise.reject(baleError('CLOSED', 'the store is closed'));
     const id = this.#nextId++;
     const moved = new Set();
@@ -117,12 +134,12 @@ export class WorkerStore {
     }
     return new Promise((resolve, reject) => {
       try {
-        this.#worker.postMessage({ id, op, args }, [...moved]);
+        this.#worker.postMessage({ id, op, args, withProgress: Boolean(onProgress) }, [...moved]);
       } catch (e) {
         reject(baleError('INVALID_ARGUMENT', `cannot send this argument to the worker: ${e.message}`));
         return;
       }
-      this.#pending.set(id, { resolve, reject });
+      this.#pending.set(id, { resolve, reject, onProgress });
     });
   }
 
