@@ -141,6 +141,30 @@ fn streamed_adds_in_pieces_of_any_size_match_whole_adds() {
     }
 }
 
+#[test]
+fn validate_progress_rises_and_ends_full_even_when_sampling_skips_the_rest() {
+    let tmp = tempdir();
+    for s in stores(tmp.path(), small_chunks()) {
+        let mut b = s.batch().unwrap();
+        for seed in 0..20 {
+            b.add(&noise(1000 + seed as usize * 3000, seed)).unwrap();
+        }
+        b.commit().unwrap();
+        for sample in [100.0, 0.0] {
+            let mut calls = Vec::new();
+            let report = s.validate(sample, &mut |done, planned| calls.push((done, planned))).unwrap();
+            assert!(report.is_ok(), "{:?}", report.problems);
+            let &(done, planned) = calls.last().unwrap();
+            assert!(planned > 0 && done == planned, "sample {sample}: {calls:?}");
+            assert!(calls.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 == w[1].1), "sample {sample}: {calls:?}");
+            if sample == 0.0 {
+                // Nothing checked: the one call at the end.
+                assert_eq!(calls.len(), 1);
+            }
+        }
+    }
+}
+
 /// Storing a file reads it without touching its access time (Linux lets a
 /// file's owner ask so), like an archiver that preserves atime.
 #[cfg(target_os = "linux")]

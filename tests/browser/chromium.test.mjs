@@ -2,17 +2,17 @@
 // playwright-core): the golden corpus (tree stores, range queries, object
 // stores, bitables) walked in a worker through the Blob backend;
 // WorkerStore; an object store directory chosen with <input
-// webkitdirectory> and read in a worker. The inspector app has its own
+// webkitdirectory> and read in a worker; object stores opened by URL. The inspector app has its own
 // suite (inspector.test.mjs). Screenshots are kept in
 // target/browser-artifacts/.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { basename, join } from 'node:path';
 
 import { canonical } from '../wasm/corpus.js';
-import { ARTIFACTS, CORPUS, base, manifest, newPage, runPage } from './harness.mjs';
+import { ARTIFACTS, CORPUS, base, manifest, newPage, rangeBytes, requests, runPage } from './harness.mjs';
 
 test('corpus: every case, range query, object store and bitable opened from Blobs in a Web Worker', async () => {
   const { page, errors, run } = await runPage('/tests/browser/corpus.html', 'corpusRun', 120000);
@@ -143,6 +143,144 @@ test('ObjectStore: a directory store chosen with <input webkitdirectory>, read l
   assert.ok(r.oneGet.bytes > 0 && r.oneGet.bytes < r.fileBytes, `${r.oneGet.bytes} of ${r.fileBytes} bytes`);
   assert.ok(r.listed.bytes < r.fileBytes, `open + list read ${r.listed.bytes} of ${r.fileBytes} bytes`);
   await page.screenshot({ path: join(ARTIFACTS, 'objects-picker.png'), fullPage: true });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('ObjectStore.fromUrl: every object store case read by URL in a worker, each file fetched by name on first use', async () => {
+  const { page, errors } = await newPage();
+  await page.goto(`${base}/tests/browser/objects-url.html`);
+  await page.waitForFunction(() => window.objectsUrlMain !== undefined);
+  // The main thread cannot make synchronous binary requests.
+  assert.equal((await page.evaluate(() => window.objectsUrlMain)).code, 'INVALID_ARGUMENT');
+  const step = async (message) => {
+    const r = await page.evaluate((m) => window.objectsUrlStep(m), message);
+    assert.equal(r.ok, true, `${message.step}: ${JSON.stringify(r.error)}`);
+    return r.out;
+  };
+  // What the server did under `prefix` since `since()` was called: body
+  // bytes of range responses and HEADs, by path below the prefix.
+  const since = () => {
+    const [bytes, heads] = [new Map(rangeBytes), new Map(requests)];
+    return (prefix) => {
+      const out = { bytes: {}, heads: {} };
+      for (const [p, n] of rangeBytes) if (p.startsWith(prefix) && n > (bytes.get(p) ?? 0)) out.bytes[p.slice(prefix.length)] = n - (bytes.get(p) ?? 0);
+      for (const [k, n] of requests) {
+        const p = k.slice('HEAD '.length);
+        if (k.startsWith('HEAD ') && p.startsWith(prefix) && n > (heads.get(k) ?? 0)) out.heads[p.slice(prefix.length)] = n - (heads.get(k) ?? 0);
+      }
+      out.total = Object.values(out.bytes).reduce((a, b) => a + b, 0);
+      return out;
+    };
+  };
+  const size = (path) => statSync(join(CORPUS, path)).size;
+  const corpus = `${base}/corpus/`;
+
+  // Every case of the corpus: a valid one reads exactly its expected
+  // objects, an invalid one gives its code; what a store counted is what
+  // the server sent for its files, and its fileBytes the files it opened.
+  for (const c of manifest.object_cases) {
+    const served = since();
+    const r = await step({ step: 'case', corpus, c });
+    assert.equal(r.ok, true, `${c.id}: ${r.detail}`);
+    const prefix = c.single_file ? `/corpus/${c.file}` : `/corpus/${c.file}/`;
+    const s = served(prefix);
+    if (c.expect) {
+      assert.equal(r.bytesRead, s.total, `${c.id}: counted ${r.bytesRead} bytes, the server sent ${s.total}`);
+      const opened = Object.keys(s.heads).filter((f) => existsSync(join(CORPUS, prefix.slice('/corpus/'.length) + f)));
+      assert.equal(r.fileBytes, opened.reduce((n, f) => n + size(prefix.slice('/corpus/'.length) + f), 0), c.id);
+      // A file is asked for once, however often it is read.
+      assert.ok(Object.values(s.heads).every((n) => n === 1), `${c.id}: ${JSON.stringify(s.heads)}`);
+    }
+  }
+  assert.ok(manifest.object_cases.filter((c) => c.expect && !c.single_file).length >= 3);
+  assert.ok(manifest.object_cases.filter((c) => c.expect && c.single_file).length >= 2);
+
+  // One directory store step by step: open and list touch the config and
+  // the index only; reading the objects fetches the pack and staging file.
+  const c = manifest.object_cases.find((x) => x.id === 'objects-blake3');
+  const want = JSON.parse(readFileSync(join(CORPUS, c.expect), 'utf8'));
+  const prefix = `/corpus/${c.file}/`;
+  let served = since();
+  const opened = await step({ step: 'open', url: `${base}${prefix}` });
+  let s = served(prefix);
+  assert.deepEqual(Object.keys(s.heads).sort(), ['config', 'index']);
+  assert.deepEqual(Object.keys(s.bytes).sort(), ['config', 'index']);
+  assert.equal(opened.bytes, s.total);
+  assert.equal(opened.fileBytes, size(`${c.file}/config`) + size(`${c.file}/index`));
+  assert.deepEqual([opened.hash, opened.singleFile], [want.hash, false]);
+  served = since();
+  const listed = await step({ step: 'list' });
+  s = served(prefix);
+  assert.deepEqual(listed.ids, want.objects.map(([id]) => id));
+  assert.deepEqual(listed.page, listed.ids.slice(0, 3));
+  assert.deepEqual(listed.tail, listed.ids.slice(-3).reverse());
+  assert.deepEqual(s.heads, {});
+  assert.deepEqual(Object.keys(s.bytes).filter((f) => f !== 'index'), [], 'listing fetched no pack byte');
+  assert.equal(listed.bytes, opened.bytes + s.total);
+  // overview(): staging files from what the index names, by HEAD only.
+  served = since();
+  const ov = await step({ step: 'overview' });
+  s = served(prefix);
+  const staging = c.files.filter((f) => f.startsWith('staging/'));
+  assert.equal(ov.overview.stagingFiles, staging.length);
+  assert.equal(ov.overview.stagingBytes, staging.reduce((n, f) => n + size(`${c.file}/${f}`), 0));
+  assert.deepEqual(Object.keys(s.heads).sort(), staging);
+  assert.deepEqual(Object.keys(s.bytes).filter((f) => f !== 'index'), [], 'overview fetched no pack byte');
+  assert.equal(ov.bytes, listed.bytes + s.total);
+  served = since();
+  const read = await step({ step: 'read' });
+  s = served(prefix);
+  assert.deepEqual(read.objects, want.objects);
+  assert.deepEqual(Object.keys(s.heads), c.files.filter((f) => f.startsWith('packs/')));
+  assert.ok(Object.keys(s.bytes).some((f) => f.startsWith('packs/')));
+  assert.equal(read.bytes, ov.bytes + s.total, 'the counter is the bytes the server sent');
+  const all = c.files.filter((f) => f !== 'lock');
+  assert.equal(read.fileBytes, all.reduce((n, f) => n + size(`${c.file}/${f}`), 0));
+  const checked = await step({ step: 'check' });
+  assert.deepEqual(checked.files.map((f) => f.file).sort(), all.filter((f) => f.endsWith('.pack')).sort());
+  assert.ok(checked.files.every((f) => f.fileBytes === size(`${c.file}/${f.file}`)));
+  assert.equal(checked.report.ok, true, JSON.stringify(checked.report.problems));
+  // validate's progress: bytes of records, rising, the last call complete.
+  assert.ok(checked.calls.length >= 2, JSON.stringify(checked.calls));
+  const [done, total] = checked.calls.at(-1);
+  assert.ok(total > 0 && done === total, JSON.stringify(checked.calls));
+  assert.ok(checked.calls.every(([d, t], i) => t === total && (i === 0 || d > checked.calls[i - 1][0])));
+
+  // The pack the index names is missing (404): the store opens and lists,
+  // and a read of an object in it gives the core's code, asking once.
+  const m = manifest.object_cases.find((x) => x.id === 'objects-pack-missing');
+  served = since();
+  const missing = await step({ step: 'missing', url: `${base}/corpus/${m.file}/` });
+  s = served(`/corpus/${m.file}/`);
+  assert.ok(missing.ids.length > 0 && missing.packed > 0);
+  assert.equal(missing.first.code, m.error, missing.first.message);
+  assert.equal(missing.again.code, m.error);
+  assert.match(missing.first.message, /packs\/0\.pack is missing/);
+  assert.equal(missing.files.find((f) => f.file === 'packs/0.pack').fileBytes, null);
+  assert.equal(missing.report.ok, false);
+  assert.ok(missing.report.problems.some((p) => p.code === m.error && p.file === 'packs/0.pack'), JSON.stringify(missing.report.problems));
+  assert.equal(s.heads['packs/0.pack'], 1, JSON.stringify(s.heads));
+  assert.equal(missing.bytes, s.total);
+
+  const refused = await step({
+    step: 'refusals',
+    notThere: `${base}/corpus/no-such-store/`,
+    notThereFile: `${base}/corpus/no-such-store.bale`,
+    noRange: `${base}/norange${prefix}`,
+    good: `${base}${prefix}`,
+  });
+  assert.equal(refused.notThere.code, 'NOT_FOUND', refused.notThere.message);
+  assert.match(refused.notThere.message, /no-such-store\/: no object store/);
+  assert.equal(refused.notThereFile.code, 'NOT_FOUND');
+  assert.equal(refused.noRange.code, 'IO');
+  assert.match(refused.noRange.message, /does not honour Range/);
+  assert.equal(refused.badOption.code, 'INVALID_ARGUMENT');
+  assert.equal(refused.badProgress.code, 'INVALID_ARGUMENT');
+  assert.match(refused.badProgress.message, /onProgress must be a function/);
+  // What onProgress throws comes out of validate, after one call.
+  assert.equal(refused.thrown.message, 'stop after 1 call');
+  await page.screenshot({ path: join(ARTIFACTS, 'objects-url.png'), fullPage: true });
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -58,6 +58,8 @@ export function serveBig(dir) {
 }
 // Body bytes of each range response, by path.
 export const rangeBytes = new Map();
+// Requests of each method and path (`HEAD /corpus/x`), answered or not.
+export const requests = new Map();
 
 // HEAD, and single `bytes=a-b` ranges (206), as static hosts and buckets
 // answer them; under /norange/ the same files, with ranges ignored (200).
@@ -65,6 +67,7 @@ function serve(req, res) {
   let path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
   const honoursRange = !path.startsWith('/norange/');
   if (!honoursRange) path = path.slice('/norange'.length);
+  requests.set(`${req.method} ${path}`, (requests.get(`${req.method} ${path}`) ?? 0) + 1);
   const [prefix, dir] = path.startsWith('/big/') && bigDir ? ['/big/', bigDir] : ROOTS.find(([p]) => path.startsWith(p));
   const file = resolve(dir, `.${path.slice(prefix.length - 1)}`);
   if ((file !== dir && !file.startsWith(dir + sep)) || !existsSync(file) || !statSync(file).isFile()) {

@@ -112,6 +112,32 @@ test('ids, has, get, getRange, meta, stats and validate', () => {
   }
 });
 
+test('validate({ onProgress }): record bytes, rising, the last call complete; a throw comes out', () => {
+  const s = open(objectCase('objects-blake3'));
+  const calls = [];
+  const report = s.validate({ onProgress: (done, total) => calls.push([done, total]) });
+  assert.equal(report.ok, true);
+  assert.ok(calls.length >= 2, JSON.stringify(calls));
+  const total = calls[0][1];
+  // The bytes of every record the index names, headers included.
+  assert.equal(total, s.stats().storedBytes);
+  assert.deepEqual(calls.at(-1), [total, total]);
+  assert.ok(calls.every(([d, t], i) => t === total && (i === 0 || d > calls[i - 1][0])), JSON.stringify(calls));
+  // A sample skips records: the bar still ends full.
+  const sampled = [];
+  s.validate({ sample: 0, onProgress: (d, t) => sampled.push([d, t]) });
+  assert.deepEqual(sampled.at(-1), [total, total]);
+  // What the callback throws is thrown once the check is over; it is not
+  // called again.
+  let n = 0;
+  const stop = new Error('stop');
+  assert.throws(() => s.validate({ onProgress: () => { n += 1; throw stop; } }), (e) => e === stop);
+  assert.equal(n, 1);
+  assertBaleError(() => s.validate({ onProgress: 'bar' }), 'INVALID_ARGUMENT', /onProgress must be a function/);
+  assertBaleError(() => s.validate({ progress: () => {} }), 'INVALID_ARGUMENT', /unknown validate option "progress"/);
+  s.close();
+});
+
 test('a single-file store from bytes', () => {
   const c = objectCase('objects-file-sha1');
   const want = expected(c);
@@ -168,6 +194,10 @@ test('arguments of the wrong kind are INVALID_ARGUMENT', () => {
   assertBaleError(() => ObjectStore.fromBlob(new Blob([new Uint8Array(4096)])), 'INVALID_ARGUMENT', /Web Worker/);
   assertBaleError(() => ObjectStore.fromBlob(files.get('config')), 'INVALID_ARGUMENT', /fromBlob\(\) takes a Blob/);
   assertBaleError(() => ObjectStore.fromBytes('bytes'), 'INVALID_ARGUMENT', /fromBytes\(\) takes/);
+  // URLs are read with XMLHttpRequest, which Node lacks: refused, nothing sent.
+  assertBaleError(() => ObjectStore.fromUrl('http://127.0.0.1:9/store/'), 'INVALID_ARGUMENT', /needs XMLHttpRequest/);
+  assertBaleError(() => ObjectStore.fromUrl('http://127.0.0.1:9/store.bale'), 'INVALID_ARGUMENT', /needs XMLHttpRequest/);
+  assertBaleError(() => ObjectStore.fromUrl('http://127.0.0.1:9/store/', { chunkBytes: 3 }), 'INVALID_ARGUMENT', /chunk size 3/);
   // Files from a directory picker: each path starts with the directory's name.
   const file = (path) => Object.defineProperty(new File([], path.split('/').at(-1)), 'webkitRelativePath', { value: path });
   assertBaleError(() => ObjectStore.fromFiles([new File([], 'config')]), 'INVALID_ARGUMENT', /config: a File without a webkitRelativePath/);

@@ -109,7 +109,15 @@ export function objects(picked: FileList, files: File[], map: Map<string, Blob>,
   const part: Uint8Array = fromMap.getRange(bytes, 0, 10);
   const found: boolean = fromObject.has(ids[0]);
   const stats: ObjectStats = ObjectStore.fromBytes(bytes).stats();
-  const report: ObjectValidateReport = fromArray.validate({ sample: 10 });
+  const report: ObjectValidateReport = fromArray.validate({ sample: 10, onProgress: (done: number, total: number) => void (done / total) });
+  const byUrl = ObjectStore.fromUrl('https://example.com/store/', { chunkBytes: 1 << 16 });
+  const fileByUrl = ObjectStore.fromUrl('https://example.com/store.bale');
+  // @ts-expect-error the URL is a string
+  ObjectStore.fromUrl(new URL('https://example.com/store/'));
+  // @ts-expect-error progress is a function
+  byUrl.validate({ onProgress: 'bar' });
+  byUrl.close();
+  fileByUrl.close();
   const code: ErrorCode | undefined = report.problems[0]?.code;
   const hash: 'blake3' | 'sha256' | 'sha1' = single.hash;
   const counted: number = dir.bytesRead + dir.readCount + dir.fileBytes + dir.formatVersion;

@@ -11,8 +11,9 @@
 //!
 //! A read-only [`ObjectStore`] opens the core's content-addressed object
 //! store from the files of its directory (a map of relative paths, or the
-//! `FileList` of `<input webkitdirectory>`) or from one store file, each
-//! file read like a read-only tree store's.
+//! `FileList` of `<input webkitdirectory>`), from one store file, or from
+//! a URL (a directory's base URL, or a store file's), each file read like
+//! a read-only tree store's.
 //!
 //! A read-only [`Bitable`] opens the core's immutable sorted table from
 //! the same sources as a read-only store, and looks keys up, ranks and
@@ -26,6 +27,7 @@ mod bitable_iter;
 mod error;
 mod objects;
 mod objects_inspect;
+mod objects_url;
 mod options;
 mod range;
 mod report;

@@ -3,17 +3,18 @@
 //! relative path (a map, or the `FileList` of `<input webkitdirectory>`),
 //! each a read-only storage like a tree store's (a `Blob` read lazily
 //! through the chunk cache, bytes copied in); a single-file store comes
-//! as one `Blob` or bytes. Every read goes through the core.
+//! as one `Blob` or bytes. Every read goes through the core. (By URL:
+//! objects_url.rs.)
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use bale::chunk_cache::ChunkCache;
 use bale::io::Storage;
 use bale::objects::{self, Dir, DirLock, HashKind, ObjectId, ObjectOptions};
 use bale::{ErrorKind, Options};
-use js_sys::{Array, Object, Reflect, Uint8Array};
+use js_sys::{Array, Function, Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 
 use crate::error::{BaleError, Res, invalid};
@@ -50,6 +51,11 @@ export interface ObjectGetOptions {
 export interface ObjectValidateOptions {
   /** Check the objects whose id falls in this share, in percent (default 100: every record). */
   sample?: number;
+  /**
+   * Called now and then (at most about a thousand times) with (record bytes passed, record bytes in all),
+   * and once at the end with `done` equal to `total`; what it throws is thrown once the check is over.
+   */
+  onProgress?: (done: number, total: number) => void;
 }
 
 /** `ObjectStore.meta()`: what the store knows of one object. */
@@ -117,10 +123,36 @@ fn read_only() -> bale::Error {
 }
 
 /// One file handed over, as a read-only storage counting what it reads.
-struct OpenFile {
-    storage: Arc<dyn Storage>,
+pub(crate) struct OpenFile {
+    pub storage: Arc<dyn Storage>,
     fetched: Arc<Fetched>,
     size: u64,
+}
+
+/// The files a store has opened so far, for its counters: what each
+/// fetched, and its size. A store opened by URL adds its files as it
+/// first reads them.
+#[derive(Default)]
+pub(crate) struct Opened(Mutex<Vec<(Arc<Fetched>, u64)>>);
+
+pub(crate) fn guard<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Opened {
+    pub fn add(&self, f: &OpenFile) {
+        guard(&self.0).push((f.fetched.clone(), f.size));
+    }
+
+    fn of(files: &[OpenFile]) -> Arc<Opened> {
+        let opened = Arc::new(Opened::default());
+        files.iter().for_each(|f| opened.add(f));
+        opened
+    }
+
+    fn sum(&self, f: impl Fn(&Fetched, u64) -> u64) -> u64 {
+        guard(&self.0).iter().map(|(fetched, size)| f(fetched, *size)).sum()
+    }
 }
 
 /// A `Blob` (lazily, through a chunk cache made from `cache`) or bytes.
@@ -134,7 +166,7 @@ fn open_file(v: &JsValue, cache: &JsValue, what: &str) -> Res<OpenFile> {
     }
 }
 
-fn wrap<S: Source + 'static>(src: S, cache: Option<ChunkCache>) -> OpenFile {
+pub(crate) fn wrap<S: Source + 'static>(src: S, cache: Option<ChunkCache>) -> OpenFile {
     let size = src.size();
     let r = ReadOnly::new(src, cache);
     OpenFile { fetched: r.fetched.clone(), storage: Arc::new(r), size }
@@ -322,28 +354,32 @@ fn picked(list: &Array) -> Res<Given> {
 #[wasm_bindgen]
 pub struct ObjectStore {
     inner: Option<objects::ObjectStore>,
-    /// What each file fetched from its source.
-    fetched: Vec<Arc<Fetched>>,
-    /// The sizes of the store's files together.
-    size: u64,
+    /// The files opened so far: what each fetched, and its size.
+    opened: Arc<Opened>,
 }
 
 fn closed() -> BaleError {
     bale::Error::new(ErrorKind::Closed, "the object store was closed").into()
 }
 
-fn readonly_options() -> ObjectOptions {
+pub(crate) fn readonly_options() -> ObjectOptions {
     ObjectOptions { readonly: true, ..ObjectOptions::default() }
 }
 
 /// A single-file store: a tree-store file holding the objects.
-fn single(file: OpenFile) -> Res<ObjectStore> {
+pub(crate) fn single(file: OpenFile) -> Res<ObjectStore> {
     let tree = bale::Store::open_storage(
-        file.storage,
+        file.storage.clone(),
         Options { readonly: true, mmap: false, create: false, ..Options::default() },
     )?;
     let store = objects::ObjectStore::from_tree(tree, &readonly_options())?;
-    Ok(ObjectStore { inner: Some(store), fetched: vec![file.fetched], size: file.size })
+    Ok(ObjectStore::new(store, Opened::of(&[file])))
+}
+
+impl ObjectStore {
+    pub(crate) fn new(store: objects::ObjectStore, opened: Arc<Opened>) -> ObjectStore {
+        ObjectStore { inner: Some(store), opened }
+    }
 }
 
 #[wasm_bindgen]
@@ -362,18 +398,17 @@ impl ObjectStore {
         options::chunk_cache(&options)?;
         let given = entries_of(&files)?;
         let mut dir = FilesDir { files: BTreeMap::new(), name: given.dir };
-        let (mut fetched, mut size) = (Vec::new(), 0);
+        let mut opened = Vec::new();
         for (path, file) in given.files {
             let rel = relative(&path)?;
             let f = open_file(&file, &options, &format!("the file {rel:?}"))?;
-            if dir.files.insert(rel.clone(), f.storage).is_some() {
+            if dir.files.insert(rel.clone(), f.storage.clone()).is_some() {
                 return Err(invalid(format!("{rel:?} is given twice")));
             }
-            fetched.push(f.fetched);
-            size += f.size;
+            opened.push(f);
         }
         let store = objects::ObjectStore::open_dir(Arc::new(dir), readonly_options())?;
-        Ok(ObjectStore { inner: Some(store), fetched, size })
+        Ok(ObjectStore::new(store, Opened::of(&opened)))
     }
 
     /// Opens a single-file store lazily from a `Blob` or `File` (inside a
@@ -484,17 +519,30 @@ impl ObjectStore {
 
     /// Reads and rehashes every record (or, with `sample` below 100, that
     /// share of the objects) and reports what is wrong. Throws only when
-    /// the check cannot proceed at all.
+    /// the check cannot proceed at all. `onProgress(done, total)` (record
+    /// bytes) is called now and then and at the end; what it throws is
+    /// thrown once the check is over.
     #[wasm_bindgen(unchecked_return_type = "ObjectValidateReport")]
     pub fn validate(
         &self,
         #[wasm_bindgen(unchecked_optional_param_type = "ObjectValidateOptions")] options: JsValue,
-    ) -> Result<Object, BaleError> {
-        let mut sample = 100.0;
-        for (name, value) in options::named(&options, "validate", &["sample"])? {
-            sample = value.as_f64().ok_or_else(|| invalid(format!("{name} must be a number (a percentage)")))?;
+    ) -> Result<Object, JsValue> {
+        let (mut sample, mut on_progress) = (100.0, None);
+        for (name, value) in options::named(&options, "validate", &["sample", "onProgress"])? {
+            if name == "sample" {
+                sample = value.as_f64().ok_or_else(|| invalid(format!("{name} must be a number (a percentage)")))?;
+            } else {
+                let f = value.dyn_into::<Function>();
+                on_progress = Some(f.map_err(|_| invalid(format!("{name} must be a function (done, total) => void")))?);
+            }
         }
-        Ok(report::object_validate(&self.store()?.validate(sample, &mut |_, _| {})?))
+        let store = self.store()?;
+        let mut bar = ProgressBar { f: on_progress, thrown: None, sent: None };
+        let r = store.validate(sample, &mut |done, total| bar.step(done, total)).map_err(BaleError)?;
+        match bar.thrown {
+            Some(e) => Err(e),
+            None => Ok(report::object_validate(&r)),
+        }
     }
 
     /// The hash the store names its objects with: `blake3`, `sha256` or `sha1`.
@@ -515,10 +563,11 @@ impl ObjectStore {
         Ok(u32::from(self.store()?.format_version()))
     }
 
-    /// The sizes of the store's files together.
+    /// The sizes of the store's files together (of a store opened by URL:
+    /// of the files opened so far).
     #[wasm_bindgen(getter, js_name = fileBytes)]
     pub fn file_bytes(&self) -> f64 {
-        self.size as f64
+        self.opened.sum(|_, size| size) as f64
     }
 
     /// Bytes fetched from the store's files since open (or the last
@@ -526,20 +575,21 @@ impl ObjectStore {
     /// cache are not counted.
     #[wasm_bindgen(getter, js_name = bytesRead)]
     pub fn bytes_read(&self) -> f64 {
-        self.fetched.iter().map(|f| f.bytes.load(Ordering::Relaxed)).sum::<u64>() as f64
+        self.opened.sum(|f, _| f.bytes.load(Ordering::Relaxed)) as f64
     }
 
     /// Reads issued to the store's files since open (or the last
     /// `resetCounters()`), summed over every file.
     #[wasm_bindgen(getter, js_name = readCount)]
     pub fn read_count(&self) -> f64 {
-        self.fetched.iter().map(|f| f.reads.load(Ordering::Relaxed)).sum::<u64>() as f64
+        self.opened.sum(|f, _| f.reads.load(Ordering::Relaxed)) as f64
     }
 
     /// Sets `bytesRead` and `readCount` back to zero.
     #[wasm_bindgen(js_name = resetCounters)]
     pub fn reset_counters(&self) -> Result<(), BaleError> {
-        for f in &self.fetched {
+        let files: Vec<Arc<Fetched>> = guard(&self.opened.0).iter().map(|(f, _)| f.clone()).collect();
+        for f in files {
             f.bytes.store(0, Ordering::Relaxed);
             f.reads.store(0, Ordering::Relaxed);
             f.with_cache(|c| c.reset_stats())?;
@@ -559,6 +609,31 @@ impl ObjectStore {
         match self.inner.take() {
             Some(s) => Ok(s.close()?),
             None => Ok(()),
+        }
+    }
+}
+
+/// `validate`'s progress for a page's bar: at most about a thousand calls
+/// (the core reports every record), the last with `done == total` (the
+/// core's own last report). After the callback first throws it is not
+/// called again, and the throw is kept for the end (the core's check
+/// cannot be stopped from here).
+struct ProgressBar {
+    f: Option<Function>,
+    thrown: Option<JsValue>,
+    /// The `done` of the last call made.
+    sent: Option<u64>,
+}
+
+impl ProgressBar {
+    fn step(&mut self, done: u64, total: u64) {
+        let due = match self.sent {
+            None => true,
+            Some(last) => (done >= total && last < total) || done.saturating_sub(last) >= total / 1000,
+        };
+        if let (true, Some(f), None) = (due && self.sent != Some(done), &self.f, &self.thrown) {
+            self.sent = Some(done);
+            self.thrown = f.call2(&JsValue::NULL, &report::num(done), &report::num(total)).err();
         }
     }
 }

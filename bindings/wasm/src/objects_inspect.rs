@@ -46,7 +46,7 @@ export interface ObjectOverview {
   /** Numbered packs and their committed bytes, exact. */
   packs: number;
   packBytes: number;
-  /** Staging files given (or present) and their sizes. */
+  /** Staging files given (or present) and their sizes; opened by URL, those the index names (found by one walk of the index). */
   stagingFiles: number;
   stagingBytes: number;
   /** Size of the index file (of a single-file store: of the store). */

@@ -45,7 +45,8 @@ impl ObjectStore {
     /// 100, the objects whose id falls in that share, with their chunks),
     /// and checks that records do not overlap and that every chunk an
     /// object names exists. Runs beside writers and the packer: a record
-    /// moved meanwhile is checked where it went.
+    /// moved meanwhile is checked where it went. `progress(done, planned)`
+    /// (record bytes) follows the walk and ends with `done == planned`.
     pub fn validate(&self, sample_percent: f64, progress: Progress<'_>) -> Result<ValidateReport> {
         self.check_open()?;
         if !(0.0..=100.0).contains(&sample_percent) {
@@ -95,6 +96,9 @@ impl ObjectStore {
             }
             progress(done, planned);
         }
+        // Once more at the end, so that a bar ends full even when the last
+        // records were not sampled.
+        progress(done, planned);
         Ok(report)
     }
 
