@@ -1,4 +1,14 @@
 # The README's two commands, and their parts.
+#
+# Benchmarks (not part of `make test`; results and how to read them in
+# bench/RESULTS.md): `make bench` runs them all, and one at a time
+#   make bench-objects    the object store against disk-objectstore and git
+#   make bench-bitable    bitables against LMDB
+#   make bench-percall    per-call reads from Rust, Python and Node
+#   make bench-inspector  the browser inspector (bindings/wasm/www) in
+#                         headless chromium: open, paging and memory on a
+#                         ~4 GiB tree store of 1,000,000 keys and a ~4 GiB
+#                         object store (written once into bench/work/inspector)
 SHELL := /bin/bash
 CARGO ?= cargo
 
@@ -6,7 +16,7 @@ CARGO ?= cargo
 BINDING_TESTS :=
 include $(wildcard make/*.mk)
 
-.PHONY: demo test test-rust test-posix-locks check-macos lint corpus-check corpus crash-long bench bench-percall bench-objects bench-bitable deps
+.PHONY: demo test test-rust test-posix-locks check-macos lint corpus-check corpus crash-long bench bench-percall bench-objects bench-bitable bench-inspector deps
 
 deps:
 	@command -v cargo >/dev/null || { echo "cargo is missing: install rustup (https://rustup.rs)"; exit 1; }
@@ -68,6 +78,19 @@ bench:
 	./bench/run.sh
 	$(MAKE) bench-objects
 	$(MAKE) bench-bitable
+	$(MAKE) bench-inspector
+
+# The browser inspector in Debian's headless chromium (playwright-core):
+# opening a ~4 GiB tree store of 1,000,000 keys picked as a file and by
+# ?url= over a 127.0.0.1 range server, 200 Next pages and 200 seeks, the
+# browser's memory (PSS) beside the corpus's 2,000-key store, and a ~4 GiB
+# object store picked as a folder (bench/inspector/run.mjs; the stores are
+# written once into bench/work/inspector, about 8.2 GiB, in under a minute).
+# Settings: INSPECTOR_GIB, OPENS, PAGES, SEEKS, CASES. Results are appended
+# to bench/results/inspector-<date>.jsonl.
+bench-inspector: wasm-pkg npm-deps
+	$(CARGO) build --release --locked -p bale-cli
+	node bench/inspector/run.mjs
 
 # Bitables against LMDB (heed): build, lookups, scan, merge, unsorted build
 # (bench/bitable.sh; settings there).

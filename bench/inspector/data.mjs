@@ -1,0 +1,164 @@
+// The stores the inspector benchmark opens, written once by the release
+// `bale` CLI into bench/work/inspector and reused while their description
+// (a JSON file beside each) matches what this file would write:
+//
+// - tree-4g.bale: a tree store of exactly 1,000,000 keys, 999,996 small
+//   pairs (`key/0000000`…, values of 10 to 46 bytes) loaded in one
+//   transaction, then 4 large values (`large/0`…`large/3`) of incompressible
+//   bytes streamed in so that the file is about GIB GiB;
+// - objects-4g/: a directory object store of 100,000 small objects (1 to
+//   16 KiB of incompressible bytes, added as a directory tree) and 4 large
+//   ones streamed from stdin and packed, together about GIB GiB.
+//
+// Incompressible bytes are an AES-128-CTR keystream, so the stores take the
+// space they say and every run of this file writes the same ones.
+import { spawn } from 'node:child_process';
+import { createCipheriv } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const TREE_KEYS = 1_000_000;
+export const LARGE_VALUES = 4;
+export const SMALL_PAIRS = TREE_KEYS - LARGE_VALUES;
+export const smallKey = (i) => `key/${String(i).padStart(7, '0')}`;
+export const smallValue = (i) => `value ${i} ${'abcdefghijklmnopqrstuvwxyz0123456789'.slice(0, i % 37)}`;
+export const largeKey = (i) => `large/${i}`;
+
+const MiB = 1 << 20;
+const GiB = 1 << 30;
+const DESCRIPTION_VERSION = 1;
+
+/** `len` bytes of keystream number `stream` from `offset` (a multiple of 16). */
+function keystream(stream, offset, len) {
+  const key = Buffer.alloc(16);
+  key.writeUInt32BE(stream, 0);
+  const iv = Buffer.alloc(16);
+  iv.writeBigUInt64BE(BigInt(offset / 16), 8);
+  return createCipheriv('aes-128-ctr', key, iv).update(Buffer.alloc(len));
+}
+
+/** Runs the CLI with stdin fed by `feed(stdin)` (or closed); returns stdout. */
+function run(cli, args, feed) {
+  return new Promise((ok, fail) => {
+    const p = spawn(cli, args, { stdio: [feed ? 'pipe' : 'ignore', 'pipe', 'inherit'] });
+    const out = [];
+    p.stdout.on('data', (b) => out.push(b));
+    p.on('error', fail);
+    p.on('exit', (code) => (code === 0 ? ok(Buffer.concat(out).toString()) : fail(new Error(`bale ${args.join(' ')} exited with ${code}`))));
+    if (feed) {
+      p.stdin.on('error', fail);
+      feed(p.stdin).catch(fail);
+    }
+  });
+}
+
+async function write(stdin, chunk) {
+  if (!stdin.write(chunk)) await new Promise((r) => stdin.once('drain', r));
+}
+
+/** Streams `len` bytes of keystream `stream` into stdin, 4 MiB at a time. */
+function streamBytes(stream, len) {
+  return async (stdin) => {
+    for (let off = 0; off < len; off += 4 * MiB) await write(stdin, keystream(stream, off, Math.min(4 * MiB, len - off)));
+    stdin.end();
+  };
+}
+
+/** The stored description of `path`, when it matches `want` and the data is there. */
+function reusable(path, descPath, want) {
+  if (!existsSync(path) || !existsSync(descPath)) return null;
+  const have = JSON.parse(readFileSync(descPath, 'utf8'));
+  for (const [k, v] of Object.entries(want)) if (have[k] !== v) return null;
+  return have;
+}
+
+const seconds = (t0) => ((performance.now() - t0) / 1000).toFixed(1);
+
+/** The ~GIB GiB tree store of 1,000,000 keys: { path, fileBytes, keys, ... }. */
+export async function treeStore(dir, cli, gib) {
+  const path = join(dir, `tree-${gib}g.bale`);
+  const descPath = `${path}.json`;
+  const want = { version: DESCRIPTION_VERSION, keys: TREE_KEYS, gib };
+  const have = reusable(path, descPath, want);
+  if (have && statSync(path).size === have.fileBytes) return { path, ...have };
+  rmSync(path, { force: true });
+  rmSync(descPath, { force: true });
+  mkdirSync(dir, { recursive: true });
+  const t0 = performance.now();
+  console.log(`writing ${path}: ${SMALL_PAIRS.toLocaleString('en-US')} small pairs…`);
+  await run(cli, ['kv', 'load', path, '--create'], async (stdin) => {
+    const step = 10_000;
+    for (let i = 0; i < SMALL_PAIRS; i += step) {
+      let lines = '';
+      for (let j = i; j < Math.min(i + step, SMALL_PAIRS); j++) lines += `${smallKey(j)}\t${smallValue(j)}\n`;
+      await write(stdin, lines);
+    }
+    stdin.end();
+  });
+  const small = statSync(path).size;
+  // Large values fill the file up to the size asked for.
+  const largeLen = Math.max(MiB, Math.floor((gib * GiB - small) / LARGE_VALUES / MiB) * MiB);
+  for (let i = 0; i < LARGE_VALUES; i++) {
+    console.log(`writing ${path}: ${largeKey(i)} (${largeLen / MiB} MiB)…`);
+    await run(cli, ['kv', 'put', path, largeKey(i), '-'], streamBytes(i + 1, largeLen));
+  }
+  const desc = { ...want, smallPairs: SMALL_PAIRS, largeValues: LARGE_VALUES, largeBytes: largeLen, fileBytes: statSync(path).size, writeSeconds: Number(seconds(t0)) };
+  writeFileSync(descPath, `${JSON.stringify(desc, null, 2)}\n`);
+  console.log(`wrote ${path} (${desc.fileBytes.toLocaleString('en-US')} bytes) in ${desc.writeSeconds} s`);
+  return { path, ...desc };
+}
+
+export const SMALL_OBJECTS = 100_000;
+export const LARGE_OBJECTS = 4;
+const smallObjectLen = (i) => 1024 + ((i * 2654435761) % (15 * 1024));
+
+/** Total bytes of the files under `dir`. */
+function treeBytes(dir) {
+  let n = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    n += e.isDirectory() ? treeBytes(p) : statSync(p).size;
+  }
+  return n;
+}
+
+/** The ~GIB GiB directory object store: { path, fileBytes, objects, ... }. */
+export async function objectStore(dir, cli, gib) {
+  const path = join(dir, `objects-${gib}g`);
+  const descPath = `${path}.json`;
+  const want = { version: DESCRIPTION_VERSION, smallObjects: SMALL_OBJECTS, largeObjects: LARGE_OBJECTS, gib };
+  const have = reusable(path, descPath, want);
+  if (have && treeBytes(path) === have.fileBytes) return { path, ...have };
+  rmSync(path, { recursive: true, force: true });
+  rmSync(descPath, { force: true });
+  mkdirSync(dir, { recursive: true });
+  const t0 = performance.now();
+  await run(cli, ['obj', 'init', path]);
+  // The small objects as files of a directory tree, added in one go.
+  const tmp = join(dir, 'objects-tmp');
+  rmSync(tmp, { recursive: true, force: true });
+  console.log(`writing ${path}: ${SMALL_OBJECTS.toLocaleString('en-US')} small objects…`);
+  try {
+    for (let i = 0; i < SMALL_OBJECTS; i++) {
+      const sub = join(tmp, String(Math.floor(i / 1000)).padStart(3, '0'));
+      if (i % 1000 === 0) mkdirSync(sub, { recursive: true });
+      writeFileSync(join(sub, `${i}`), keystream(1000 + i, 0, smallObjectLen(i)));
+    }
+    await run(cli, ['obj', 'add', path, tmp]);
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  const small = treeBytes(path);
+  const largeLen = Math.max(MiB, Math.floor((gib * GiB - small) / LARGE_OBJECTS / MiB) * MiB);
+  for (let i = 0; i < LARGE_OBJECTS; i++) {
+    console.log(`writing ${path}: large object ${i} (${largeLen / MiB} MiB)…`);
+    await run(cli, ['obj', 'add', path, '-'], streamBytes(100 + i, largeLen));
+    // Packed one at a time, so the staging copy never holds them all.
+    await run(cli, ['obj', 'pack', path]);
+  }
+  const stat = JSON.parse(await run(cli, ['--json', 'obj', 'stat', path]));
+  const desc = { ...want, objects: stat.objects ?? null, largeBytes: largeLen, fileBytes: treeBytes(path), writeSeconds: Number(seconds(t0)) };
+  writeFileSync(descPath, `${JSON.stringify(desc, null, 2)}\n`);
+  console.log(`wrote ${path} (${desc.fileBytes.toLocaleString('en-US')} bytes in its files) in ${desc.writeSeconds} s`);
+  return { path, ...desc };
+}
