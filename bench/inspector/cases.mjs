@@ -107,6 +107,25 @@ export function random(seed) {
   };
 }
 
+/** Runs a full garbage collection in the page and in each of its workers (over CDP). */
+async function collectGarbage(browser, page) {
+  try {
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send('HeapProfiler.collectGarbage');
+    const b = await browser.newBrowserCDPSession();
+    const { targetInfos } = await b.send('Target.getTargets');
+    let workers = 0;
+    for (const t of targetInfos.filter((x) => x.type === 'worker')) {
+      const { sessionId } = await b.send('Target.attachToTarget', { targetId: t.targetId, flatten: false });
+      await b.send('Target.sendMessageToTarget', { sessionId, message: JSON.stringify({ id: 1, method: 'HeapProfiler.collectGarbage' }) });
+      workers++;
+    }
+    return { page: true, workers };
+  } catch (e) {
+    return { error: e.message };
+  }
+}
+
 /**
  * One case, in a fresh browser. `c`: { name, source ('file' | 'folder' |
  * 'url'), path (file or folder), url (for 'url'), keys ({ count, at(i) })
@@ -236,8 +255,12 @@ export async function runCase(ctx, c) {
     // The page's JavaScript heap now (Chromium's performance.memory; a
     // worker has none), to tell it from the rest.
     out.pageHeap = await page.evaluate(() => ({ used: performance.memory?.usedJSHeapSize ?? null, total: performance.memory?.totalJSHeapSize ?? null }));
+    // What stays after a full garbage collection of the page and of its
+    // workers: the peak above is mostly garbage V8 had not collected yet.
+    mem.mark('gc');
+    out.gcForced = await collectGarbage(browser, page);
+    await sleep(1000);
     mem.mark('end');
-    await sleep(300);
   } finally {
     mem.stop();
     out.cpu = mem.cpu();
@@ -248,6 +271,7 @@ export async function runCase(ctx, c) {
   const work = mem.phases(['open', 'browse']);
   const opening = mem.phase('open');
   const browsing = mem.phase('browse');
+  const collected = mem.phase('gc');
   out.memory = {
     blankPss: blank.medianPss,
     emptyPss: empty.medianPss,
@@ -261,6 +285,9 @@ export async function runCase(ctx, c) {
     emptyAnon: empty.medianAnon,
     peakAnon: work.peakAnon,
     increaseAnon: work.peakAnon - empty.medianAnon,
+    // The last samples of the second after the collection.
+    afterGcPss: collected.lastPss,
+    afterGcAnon: collected.lastAnon,
     peakRss: work.peakRss,
     samples: blank.samples + empty.samples + work.samples,
     pssSamples: blank.pssSamples + empty.pssSamples + work.pssSamples,

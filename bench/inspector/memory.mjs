@@ -138,6 +138,8 @@ export function sampler(root, everyMs = 100, pssEvery = 10) {
       peakAnon: Math.max(...list.map((s) => s.anon)),
       medianAnon: median(list.map((s) => s.anon)),
       peakRss: Math.max(...list.map((s) => s.rss)),
+      lastPss: withPss.at(-1)?.pss ?? null,
+      lastAnon: list.at(-1).anon,
       meanIntervalMs: list.length > 1 ? (list.at(-1).t - list[0].t) / (list.length - 1) : null,
     };
   };

@@ -55,6 +55,7 @@ export function report(rs) {
       page(r.seek),
       r.seek ? kib(r.seek.bytes / r.seek.n) : '–',
       `${mib(r.memory.peakPss)} (+${mib(r.memory.increasePss)})`,
+      `+${mib(r.memory.increaseAnon)} / ${r.memory.afterGcAnon ? `+${mib(r.memory.afterGcAnon - r.memory.emptyAnon)}` : '–'}`,
       `${r.cpu.othersCores}`,
     ]);
     limits.push([
@@ -73,8 +74,9 @@ export function report(rs) {
   const versions = [...new Set(rs.map((r) => `chromium ${r.chromium}, ${r.commit}${r.dirty ? ' with changes' : ''}`))].join('; ');
   console.log(`\nBrowser inspector (${versions}). Times in ms: median / p95 (p95 to the next frame); open: wall median / max (in the page, median).`);
   console.log('First page: the Keys tab clicked to its first page shown; for an object store, the folder picked to the Objects tab\'s overview and first page shown.');
-  console.log('Memory: PSS of all the browser\'s processes, peak (over the inspector page with nothing open). Other load: cores busy with other work.\n');
-  table(['case', 'file', 'open ms', 'open read', 'first page ms', 'Next ms', 'seek ms', 'read per seek', 'peak PSS', 'other load'], rows);
+  console.log('Memory of all the browser\'s processes: PSS at its peak (over the inspector page with nothing open); anonymous memory over that page\'s, at the peak and after a forced GC.');
+  console.log('Other load: cores busy with other work during the case, on average.\n');
+  table(['case', 'file', 'open ms', 'open read', 'first page ms', 'Next ms', 'seek ms', 'read per seek', 'peak PSS', 'anon peak / after GC', 'other load'], rows);
   console.log('\nAgainst the limits (measured / limit, under 1× is within): open < 1 s (median, max), open read < 1 MiB, a page < 50 ms (p95 to the event, to the next frame), memory < 256 MiB.\n');
   table(['case', 'open time', 'open read', 'Next p95', 'seek p95', 'PSS over empty page', 'PSS peak, whole browser'], limits);
   for (const n of notes) console.log(`\n${n}`);
