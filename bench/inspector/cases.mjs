@@ -288,6 +288,10 @@ export async function runCase(ctx, c) {
     // The last samples of the second after the collection.
     afterGcPss: collected.lastPss,
     afterGcAnon: collected.lastAnon,
+    emptyPssAnon: empty.medianPssAnon,
+    peakPssAnon: work.peakPssAnon,
+    increasePssAnon: work.peakPssAnon - empty.medianPssAnon,
+    afterGcPssAnon: collected.lastPssAnon,
     peakRss: work.peakRss,
     samples: blank.samples + empty.samples + work.samples,
     pssSamples: blank.pssSamples + empty.pssSamples + work.pssSamples,

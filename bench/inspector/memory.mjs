@@ -5,6 +5,10 @@
 // (proportional set size: a shared page split among the processes that map
 // it, so the sum counts it once; exact, but reading it costs a few ms per
 // process here, too much to take 10 times a second beside the timings).
+// PSS counts shared library pages in shares that change when other
+// Chromium instances on the machine start or end; its anonymous part
+// (Pss_Anon + Pss_Shmem: heaps, wasm memories, buffers) does not, so it is
+// the figure to compare runs by.
 // Also the CPU time those processes and the whole machine used meanwhile,
 // to tell how much else ran during a run. Linux only.
 import { readFileSync, readdirSync } from 'node:fs';
@@ -80,8 +84,9 @@ function fields(path, names) {
 /**
  * Samples the processes under `root` every `everyMs` until stop(). Each
  * sample has rss (the sum of VmRSS: shared pages counted in each process),
- * anon (the sum of RssAnon + RssShmem: what the processes allocated), and
- * every `pssEvery`th one pss. `mark(name)` starts a phase; `phase(name)`
+ * anon (the sum of RssAnon + RssShmem: what the processes allocated, pages
+ * a fork shares counted in each), and every `pssEvery`th one pss and
+ * pssAnon (its anonymous and shared-memory part). `mark(name)` starts a phase; `phase(name)`
  * summarizes its samples.
  */
 export function sampler(root, everyMs = 100, pssEvery = 10) {
@@ -99,7 +104,7 @@ export function sampler(root, everyMs = 100, pssEvery = 10) {
         if (!kinds.has(p.pid)) kinds.set(p.pid, kindOf(p.pid) ?? '?');
       }
     }
-    const s = { t: performance.now(), phase: current, rss: 0, anon: 0, pss: null, byKind: null };
+    const s = { t: performance.now(), phase: current, rss: 0, anon: 0, pss: null, pssAnon: null, byKind: null };
     for (const { pid } of pids) {
       const f = fields(`/proc/${pid}/status`, ['VmRSS', 'RssAnon', 'RssShmem']);
       if (!f) continue;
@@ -108,11 +113,13 @@ export function sampler(root, everyMs = 100, pssEvery = 10) {
     }
     if (full || tick % pssEvery === 0) {
       s.pss = 0;
+      s.pssAnon = 0;
       s.byKind = {};
       for (const { pid } of pids) {
-        const f = fields(`/proc/${pid}/smaps_rollup`, ['Pss']);
+        const f = fields(`/proc/${pid}/smaps_rollup`, ['Pss', 'Pss_Anon', 'Pss_Shmem']);
         if (!f) continue;
         s.pss += f[0];
+        s.pssAnon += f[1] + f[2];
         const k = kinds.get(pid);
         s.byKind[k] = (s.byKind[k] ?? 0) + f[0];
       }
@@ -134,11 +141,14 @@ export function sampler(root, everyMs = 100, pssEvery = 10) {
       pssSamples: withPss.length,
       peakPss: peak.pss,
       medianPss: median(withPss.map((s) => s.pss)),
+      peakPssAnon: Math.max(...withPss.map((s) => s.pssAnon)),
+      medianPssAnon: median(withPss.map((s) => s.pssAnon)),
       peakByKind: peak.byKind,
       peakAnon: Math.max(...list.map((s) => s.anon)),
       medianAnon: median(list.map((s) => s.anon)),
       peakRss: Math.max(...list.map((s) => s.rss)),
       lastPss: withPss.at(-1)?.pss ?? null,
+      lastPssAnon: withPss.at(-1)?.pssAnon ?? null,
       lastAnon: list.at(-1).anon,
       meanIntervalMs: list.length > 1 ? (list.at(-1).t - list[0].t) / (list.length - 1) : null,
     };

@@ -10,11 +10,11 @@ const MiB = 1 << 20;
 export const LIMITS = { openMs: 1000, openBytes: MiB, pageMs: 50, memory: 256 * MiB };
 
 const size = (b) => (b >= 1 << 30 ? `${(b / (1 << 30)).toFixed(2)} GiB` : mib(b));
-const mib = (b) => (b === null || b === undefined ? '–' : `${(b / MiB).toFixed(1)} MiB`);
+const mib = (b) => (b === null || b === undefined || Number.isNaN(b) ? '–' : `${(b / MiB).toFixed(1)} MiB`);
 const kib = (b) => (b === null || b === undefined ? '–' : `${(b / 1024).toFixed(1)} KiB`);
 const ms = (x) => (x === null || x === undefined ? '–' : x.toFixed(1));
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
-const ratio = (v, limit) => (v === null || v === undefined ? '–' : `${(v / limit).toFixed(3)}×`);
+const ratio = (v, limit) => (v === null || v === undefined || Number.isNaN(v) ? '–' : `${(v / limit).toFixed(3)}×`);
 
 function table(head, body) {
   const w = head.map((h, i) => Math.max(h.length, ...body.map((row) => String(row[i]).length)));
@@ -54,8 +54,9 @@ export function report(rs) {
       page(r.next),
       page(r.seek),
       r.seek ? kib(r.seek.bytes / r.seek.n) : '–',
-      `${mib(r.memory.peakPss)} (+${mib(r.memory.increasePss)})`,
-      `+${mib(r.memory.increaseAnon)} / ${r.memory.afterGcAnon ? `+${mib(r.memory.afterGcAnon - r.memory.emptyAnon)}` : '–'}`,
+      mib(r.memory.peakPss),
+      `+${mib(r.memory.increasePssAnon)} / +${mib(r.memory.afterGcPssAnon - r.memory.emptyPssAnon)}`,
+      `+${mib(r.memory.increaseAnon)}`,
       `${r.cpu.othersCores}`,
     ]);
     limits.push([
@@ -64,7 +65,8 @@ export function report(rs) {
       ratio(f.openBytes, LIMITS.openBytes),
       r.next ? `${ratio(r.next.p95, LIMITS.pageMs)} (${ratio(r.next.frame.p95, LIMITS.pageMs)})` : '–',
       r.seek ? `${ratio(r.seek.p95, LIMITS.pageMs)} (${ratio(r.seek.frame.p95, LIMITS.pageMs)})` : '–',
-      ratio(r.memory.increasePss, LIMITS.memory),
+      ratio(r.memory.increasePssAnon, LIMITS.memory),
+      ratio(r.memory.increaseAnon, LIMITS.memory),
       ratio(r.memory.peakPss, LIMITS.memory),
     ]);
     if (!filled) notes.push(`* ${name}: #objects-overview not filled with numbers: ${r.opens[0].overviewText}`);
@@ -74,11 +76,11 @@ export function report(rs) {
   const versions = [...new Set(rs.map((r) => `chromium ${r.chromium}, ${r.commit}${r.dirty ? ' with changes' : ''}`))].join('; ');
   console.log(`\nBrowser inspector (${versions}). Times in ms: median / p95 (p95 to the next frame); open: wall median / max (in the page, median).`);
   console.log('First page: the Keys tab clicked to its first page shown; for an object store, the folder picked to the Objects tab\'s overview and first page shown.');
-  console.log('Memory of all the browser\'s processes: PSS at its peak (over the inspector page with nothing open); anonymous memory over that page\'s, at the peak and after a forced GC.');
+  console.log('Memory, of all the browser\'s processes: PSS at its peak; the anonymous part of PSS (heaps, wasm memory, buffers; sampled every 1 s) over the inspector page with nothing open, at its peak and after a forced GC; and RssAnon + RssShmem over that page\'s (every 100 ms).');
   console.log('Other load: cores busy with other work during the case, on average.\n');
-  table(['case', 'file', 'open ms', 'open read', 'first page ms', 'Next ms', 'seek ms', 'read per seek', 'peak PSS', 'anon peak / after GC', 'other load'], rows);
+  table(['case', 'file', 'open ms', 'open read', 'first page ms', 'Next ms', 'seek ms', 'read per seek', 'PSS peak', 'anon PSS: peak / after GC', 'anon RSS peak', 'other load'], rows);
   console.log('\nAgainst the limits (measured / limit, under 1× is within): open < 1 s (median, max), open read < 1 MiB, a page < 50 ms (p95 to the event, to the next frame), memory < 256 MiB.\n');
-  table(['case', 'open time', 'open read', 'Next p95', 'seek p95', 'PSS over empty page', 'PSS peak, whole browser'], limits);
+  table(['case', 'open time', 'open read', 'Next p95', 'seek p95', 'anon PSS over empty page', 'anon RSS over empty page', 'PSS peak, whole browser'], limits);
   for (const n of notes) console.log(`\n${n}`);
 }
 
