@@ -129,7 +129,7 @@ async function collectGarbage(browser, page) {
 /**
  * One case, in a fresh browser. `c`: { name, source ('file' | 'folder' |
  * 'url'), path (file or folder), url (for 'url'), keys ({ count, at(i) })
- * or null, pages, seeks, opens, objectPages }.
+ * or null, store ('tree' | 'objects'), pages, seeks, opens }.
  */
 export async function runCase(ctx, c) {
   const { chromium, chromiumPath, flags, server, log } = ctx;
@@ -162,7 +162,7 @@ export async function runCase(ctx, c) {
     for (let i = 0; i < c.opens; i++) {
       server.reset();
       let r;
-      const t0 = performance.now();
+      let t0 = performance.now();
       if (c.source === 'url') {
         await page.goto(`${inspector}?url=${encodeURIComponent(c.url)}`, { waitUntil: 'commit' });
         r = await settled(page);
@@ -172,10 +172,10 @@ export async function runCase(ctx, c) {
       } else {
         if (i > 0) await page.goto(inspector);
         await page.waitForLoadState('networkidle');
-        const t1 = performance.now();
+        t0 = performance.now();
         await page.setInputFiles(c.source === 'folder' ? '#folder' : '#file', c.path);
         r = await settled(page);
-        r.wallMs = performance.now() - t1;
+        r.wallMs = performance.now() - t0;
         r.pageMs = r.readyAt - r.changeAt;
       }
       if (r.state !== 'ready') throw new Error(`${c.name}: the inspector did not open ${c.path ?? c.url}: ${r.code} ${r.error}`);
@@ -195,8 +195,10 @@ export async function runCase(ctx, c) {
             else document.addEventListener('page-shown', done, { once: true });
           }),
         );
+        const overviewWallMs = performance.now() - t0;
         const filled = shown.rows.length > 0 && !shown.rows.some(([k]) => k === 'error') && shown.rows.some(([, v]) => /\d/.test(v ?? ''));
         Object.assign(opens.at(-1), {
+          overviewWallMs,
           overviewPageMs: shown.at - r.changeAt,
           overviewFilled: filled,
           overviewText: filled ? null : shown.rows.map((x) => x.join(': ')).join('; '),
@@ -243,13 +245,17 @@ export async function runCase(ctx, c) {
       if (c.source === 'url') out.browseSent = server.sent(new URL(c.url).pathname);
       log(`  ${c.name} keys: first page ${first.shownMs.toFixed(1)} ms; ${next.length} Next: median ${out.next.median} ms, p95 ${out.next.p95} ms; ${seeks.length} seeks: median ${out.seek.median} ms, p95 ${out.seek.p95} ms; read ${out.browseRead.bytes} bytes`);
     }
-    if (c.objectPages && (await page.$('#objects-next')) && !(await page.isDisabled('#objects-next'))) {
+    // An object store's list, page by page (when the view has one).
+    if (c.store === 'objects' && (await page.$('#objects-next')) && !(await page.isDisabled('#objects-next'))) {
       const next = [];
-      for (let i = 0; i < c.objectPages && !(await page.isDisabled('#objects-next')); i++) {
+      let last = await page.evaluate(() => ({ read: window.inspector.read }));
+      for (let i = 0; i < c.pages && !(await page.isDisabled('#objects-next')); i++) {
         const r = await timed(page, 'click', 'objects-next');
-        next.push(r.shownMs);
+        next.push({ ms: r.shownMs, frameMs: r.frameMs, bytes: r.read.bytes - last.read.bytes, rows: r.rows });
+        last = r;
       }
-      out.objectNext = spread(next);
+      out.objectNext = { ...spread(next.map((x) => x.ms)), frame: spread(next.map((x) => x.frameMs)), bytes: next.reduce((n, x) => n + x.bytes, 0), rows: next.reduce((n, x) => n + x.rows, 0) };
+      log(`  ${c.name} objects: ${next.length} Next: median ${out.objectNext.median} ms, p95 ${out.objectNext.p95} ms; read ${out.objectNext.bytes} bytes`);
     }
     out.totalRead = await page.evaluate(() => window.inspector.read);
     // The page's JavaScript heap now (Chromium's performance.memory; a

@@ -81,8 +81,8 @@ const cases = [
   { name: 'tree-small-file', store: 'tree', source: 'file', path: join(CORPUS, thousands.file), keys: { count: thousandsKeys.length, at: (i) => thousandsKeys[i] } },
   tree && { name: 'tree-file', store: 'tree', source: 'file', path: tree.path, meta: tree, keys: treeKeys },
   tree && { name: 'tree-url', store: 'tree', source: 'url', url: `${server.base}/data/${relative(WORK, tree.path)}`, file: tree.path, meta: tree, keys: treeKeys },
-  smallObjects && { name: 'objects-small-folder', store: 'objects', source: 'folder', path: join(CORPUS, smallObjects.file), keys: null, objectPages: 20 },
-  objects && { name: 'objects-folder', store: 'objects', source: 'folder', path: objects.path, meta: objects, keys: null, objectPages: 20 },
+  smallObjects && { name: 'objects-small-folder', store: 'objects', source: 'folder', path: join(CORPUS, smallObjects.file), keys: null },
+  objects && { name: 'objects-folder', store: 'objects', source: 'folder', path: objects.path, meta: objects, keys: null },
 ].filter((c) => c && want(c.name));
 
 const results = [];
