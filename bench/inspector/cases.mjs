@@ -107,6 +107,27 @@ export function random(seed) {
   };
 }
 
+/** Opens slower than this keep their resource timings in the results. */
+const SLOW_MS = Number(process.env.SLOW_MS ?? 1000);
+
+/** The page's and its workers' resource timings (ms from each one's start). */
+async function timeline(page) {
+  const entries = () => {
+    const r = (x) => Math.round(x * 10) / 10;
+    const nav = performance.getEntriesByType('navigation')[0];
+    return {
+      origin: performance.timeOrigin,
+      navigation: nav ? { responseEnd: r(nav.responseEnd), domContentLoaded: r(nav.domContentLoadedEventEnd), load: r(nav.loadEventEnd) } : null,
+      resources: performance.getEntriesByType('resource').map((e) => ({ name: e.name.replace(/^https?:\/\/[^/]+/, ''), start: r(e.startTime), duration: r(e.duration) })),
+    };
+  };
+  try {
+    return { page: await page.evaluate(entries), workers: await Promise.all(page.workers().map((w) => w.evaluate(entries).catch((e) => ({ error: e.message })))) };
+  } catch (e) {
+    return { error: e.message };
+  }
+}
+
 /** Runs a full garbage collection in the page and in each of its workers (over CDP). */
 async function collectGarbage(browser, page) {
   try {
@@ -181,6 +202,9 @@ export async function runCase(ctx, c) {
       if (r.state !== 'ready') throw new Error(`${c.name}: the inspector did not open ${c.path ?? c.url}: ${r.code} ${r.error}`);
       const sent = c.source === 'url' ? server.sent(new URL(c.url).pathname) : null;
       opens.push({ wallMs: r.wallMs, pageMs: r.pageMs, bytes: r.read.bytes, reads: r.read.reads, sent });
+      // An open far slower than the rest: where the time went, from the
+      // resource timings of the page and of its worker.
+      if (r.wallMs > SLOW_MS) opens.at(-1).timeline = await timeline(page);
       if (i === 0) out.summary = r.summary;
       if (c.source === 'folder') {
         // The object store's first view: its overview, then a page of objects.
