@@ -339,6 +339,12 @@ test('an object store folder: overview, objects page by page, one object\'s chun
   const files = await page.$$eval('figure[data-plot="packs"] table.legend tr', (trs) => trs.slice(1).map((tr) => tr.cells[0].textContent));
   assert.ok(files.length >= 2, JSON.stringify(files));
   await shot(page, 'objects-analysis');
+  // Validate: every record rehashed, the bar filled from its progress.
+  await act(page, '#objects-validate', 'analysis-done');
+  assert.equal(await page.getAttribute('#objects-validate-out', 'data-ok'), 'true', await page.textContent('#objects-validate-out'));
+  const [done, total] = await page.$eval('#validate-progress', (b) => [Number(b.dataset.done), Number(b.dataset.total)]);
+  assert.ok(total > 0 && done === total, `${done} of ${total}`);
+  assert.match(await page.textContent('#validate-status'), new RegExp(`^ok: ${want.objects.length} objects`));
   // A single-file object store is a tree store too: both views.
   const one = manifest.object_cases.find((x) => x.id === 'objects-file-blake3');
   const wantOne = JSON.parse(readFileSync(join(CORPUS, one.expect), 'utf8'));
@@ -348,6 +354,58 @@ test('an object store folder: overview, objects page by page, one object\'s chun
   assert.deepEqual(await page.$$eval('[role=tab]', (ts) => ts.map((t) => t.textContent)), ['Overview', 'Objects', 'Index keys', 'Check']);
   await act(page, '#tab-objects', 'page-shown');
   assert.deepEqual(await page.$$eval('#objects td.key', (tds) => tds.map((td) => td.textContent)), wantOne.objects.map(([id]) => id));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('object stores by URL: a folder from ?url= ending in /, found file by file, and a single-file store; the counter is what the server sent', async () => {
+  const { page, errors } = await newPage();
+  const c = manifest.object_cases.find((x) => x.id === 'objects-sha256');
+  const want = JSON.parse(readFileSync(join(CORPUS, c.expect), 'utf8'));
+  const prefix = `/corpus/${c.file}/`;
+  const sent = () => [...rangeBytes].filter(([p]) => p.startsWith(prefix)).reduce((n, [, b]) => n + b, 0);
+  for (const [p] of rangeBytes) if (p.startsWith(prefix)) rangeBytes.delete(p);
+  await page.goto(`${base}/www/index.html?url=${encodeURIComponent(`${base}${prefix}`)}`);
+  const r = await settled(page);
+  assert.equal(r.state, 'ready', r.status);
+  assert.deepEqual([r.summary.kind, r.summary.hash, r.summary.filesFound], ['objects', want.hash, true]);
+  await page.waitForSelector('#objects-info:not(:empty)');
+  assert.deepEqual(await page.$$eval('#objects td.key', (tds) => tds.map((td) => td.textContent)), want.objects.map(([id]) => id));
+  // Listing read the config and the index, no pack or staging file.
+  assert.deepEqual([...rangeBytes.keys()].filter((p) => p.startsWith(prefix)).map((p) => p.slice(prefix.length)).sort(), ['config', 'index']);
+  assert.equal((await read(page)).bytes, sent());
+  assert.match(await page.textContent('#read'), / found so far in /);
+  // An object's content comes from its pack, by range.
+  const [id, hex] = want.objects.reduce((a, b) => (b[1].length > a[1].length ? b : a));
+  const shown = page.evaluate(() => new Promise((ok) => document.addEventListener('object-shown', () => ok(), { once: true })));
+  await page.click(`#objects tr[aria-label="${id}"]`);
+  await shown;
+  const chunkSizes = await page.$$eval('#object-chunks tr', (trs) => trs.slice(1).map((tr) => Number(tr.cells[1].textContent.replace(/,/g, ''))));
+  assert.equal(chunkSizes.reduce((a, b) => a + b, 0), hex.length / 2);
+  assert.ok([...rangeBytes.keys()].some((p) => /^(packs|staging)\//.test(p.slice(prefix.length))));
+  await act(page, '#objects-validate', 'analysis-done');
+  assert.equal(await page.getAttribute('#objects-validate-out', 'data-ok'), 'true', await page.textContent('#objects-validate-out'));
+  // Pack usage sizes every file the index names: all of the store's files.
+  await act(page, '#objects-files', 'analysis-done');
+  const counted = await read(page);
+  assert.equal(counted.bytes, sent(), 'the counter is the bytes the server sent');
+  const size = c.files.filter((f) => f !== 'lock').reduce((n, f) => n + statSync(join(CORPUS, c.file, f)).size, 0);
+  assert.equal(counted.fileBytes, size);
+  await shot(page, 'objects-url');
+
+  // A single-file object store by URL: a tree store with an Objects tab.
+  const one = manifest.object_cases.find((x) => x.id === 'objects-file-sha1');
+  const wantOne = JSON.parse(readFileSync(join(CORPUS, one.expect), 'utf8'));
+  await page.goto(`${base}/www/index.html?url=${encodeURIComponent(`${base}/corpus/${one.file}`)}`);
+  const r1 = await settled(page);
+  assert.equal(r1.state, 'ready', r1.status);
+  assert.equal(r1.summary.objects, true);
+  await act(page, '#tab-objects', 'page-shown');
+  assert.deepEqual(await page.$$eval('#objects td.key', (tds) => tds.map((td) => td.textContent)), wantOne.objects.map(([x]) => x));
+  // A folder URL with no store there: its code, not a blank page.
+  await page.goto(`${base}/www/index.html?url=${encodeURIComponent(`${base}/corpus/no-such-store/`)}`);
+  const missing = await settled(page);
+  assert.deepEqual([missing.state, missing.code], ['error', 'NOT_FOUND'], missing.error);
   assert.deepEqual(errors, []);
   await page.close();
 });
@@ -465,6 +523,11 @@ test('every damaged corpus file and store shows its error code: on opening, whil
     }
     assert.ok(found, `${c.id}: no object showed ${c.error}`);
     seen.push([c.id, 'object']);
+    // Validate finds it too, with its code.
+    await act(page, '#objects-validate', 'analysis-done');
+    const problems = await page.$$eval('#validate-problems tr', (trs) => trs.slice(1).map((tr) => tr.cells[2].textContent));
+    assert.equal(await page.getAttribute('#objects-validate-out', 'data-ok'), 'false', `${c.id}: validated ok`);
+    assert.ok(problems.some((p) => p.startsWith(c.error)), `${c.id}: ${JSON.stringify(problems)}`);
   }
   console.log(`damaged files: ${seen.map(([id, where]) => `${id}@${where}`).join(' ')}`);
   assert.ok(seen.filter(([, w]) => w === 'open').length >= 15);

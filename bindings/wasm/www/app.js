@@ -18,8 +18,10 @@ const KIND_NAMES = { tree: 'tree store', bitable: 'bitable', objects: 'object st
 
 inspector.onRead = (read) => {
   state.read = read;
-  const total = state.summary?.fileBytes;
-  $('read').value = `${bytes(read.bytes)}${total ? ` of ${bytes(total)}` : ''} in ${fmt(read.reads)} reads`;
+  // A folder read by URL is found file by file: its size is what was found so far.
+  const total = read.fileBytes ?? state.summary?.fileBytes;
+  const of = total ? ` of ${bytes(total)}${state.summary?.filesFound ? ' found so far' : ''}` : '';
+  $('read').value = `${bytes(read.bytes)}${of} in ${fmt(read.reads)} reads`;
   document.body.dataset.bytesRead = read.bytes;
 };
 
@@ -202,7 +204,7 @@ function build(s) {
   const fileName = s.name.split('/').pop();
   if (s.kind === 'tree') {
     tabs.push({ id: 'overview', label: 'Overview', render: (p) => treeOverview(p, s) });
-    if (s.objects) tabs.push({ id: 'objects', label: 'Objects', render: (p) => new ObjectsView(p, call, s) });
+    if (s.objects) tabs.push({ id: 'objects', label: 'Objects', render: (p) => new ObjectsView(p, inspector, s) });
     tabs.push({ id: 'keys', label: s.objects ? 'Index keys' : 'Keys', render: (p) => new KeyBrowser(p, call, { fileName, pageSize: s.pageSize }).first() });
     tabs.push({ id: 'check', label: 'Check', render: (p) => new CheckView(p, inspector, s) });
   } else if (s.kind === 'bitable') {
@@ -229,7 +231,7 @@ function build(s) {
     made = makeTabs(tabs);
     return;
   } else {
-    tabs.push({ id: 'objects', label: 'Objects', render: (p) => new ObjectsView(p, call, s) });
+    tabs.push({ id: 'objects', label: 'Objects', render: (p) => new ObjectsView(p, inspector, s) });
   }
   makeTabs(tabs);
 }
@@ -252,7 +254,7 @@ async function open(source, label) {
   state.summary = s;
   inspector.onRead(state.read);
   document.title = `${s.name.split('/').pop()} – bale inspector`;
-  status(`${label}: ${KIND_NAMES[s.kind]}${s.count !== undefined ? ` of ${fmt(s.count)} entr${s.count === 1 ? 'y' : 'ies'}` : ''}, ${bytes(s.fileBytes)}.`, 'ready');
+  status(`${label}: ${KIND_NAMES[s.kind]}${s.count !== undefined ? ` of ${fmt(s.count)} entr${s.count === 1 ? 'y' : 'ies'}` : ''}, ${bytes(s.fileBytes)}${s.filesFound ? ' found so far' : ''}.`, 'ready');
   $('main').hidden = false;
   build(s);
   document.body.dataset.kind = s.kind;

@@ -79,15 +79,24 @@ function summary(o) {
     return { ...base, formatVersion: t.formatVersion, pageSize: t.pageSize, count: t.count };
   }
   const s = o.objects;
-  return { ...base, formatVersion: s.formatVersion, hash: s.hash, singleFile: s.singleFile };
+  return { ...base, formatVersion: s.formatVersion, hash: s.hash, singleFile: s.singleFile, filesFound: Boolean(o.filesFound) };
 }
 
-/** Opens what the page picked: { file } | { files, name } | { url }. */
+/**
+ * Opens what the page picked: { file } | { files, name } | { url }. A URL
+ * ending in `/` is an object store's folder, whose files are found by name
+ * as they are needed (`filesFound`: its size is that of the files opened
+ * so far).
+ */
 async function openSource(src) {
   extra = { bytes: 0, reads: 0 };
   if (src.files !== undefined) {
     const store = ObjectStore.fromFiles(src.files);
     return { kind: 'objects', name: src.name, objects: store, fileBytes: store.fileBytes };
+  }
+  if (src.url?.endsWith('/')) {
+    const store = ObjectStore.fromUrl(src.url);
+    return { kind: 'objects', name: src.url, objects: store, fileBytes: store.fileBytes, filesFound: true };
   }
   const name = src.url ?? src.file.name;
   const head = src.url !== undefined ? await sniffUrl(src.url) : sniffFile(src.file);
@@ -103,18 +112,21 @@ async function openSource(src) {
   // A tree store, or no bale file at all: the core says which, with its code.
   const store = openTree(src);
   const o = { kind: 'tree', name, store, fileBytes: store.fileBytes };
-  if (src.file !== undefined) {
-    try {
-      if (store.valueLength(OBJECT_CONFIG_KEY) === OBJECT_CONFIG_BYTES) o.objects = ObjectStore.fromBlob(src.file);
-    } catch {
-      // A damaged tree (its views say where), or a tree store that holds
-      // such a key: shown as a tree store.
+  try {
+    if (store.valueLength(OBJECT_CONFIG_KEY) === OBJECT_CONFIG_BYTES) {
+      o.objects = src.url !== undefined ? ObjectStore.fromUrl(src.url) : ObjectStore.fromBlob(src.file);
     }
+  } catch {
+    // A damaged tree (its views say where), or a tree store that holds
+    // such a key: shown as a tree store.
   }
   return o;
 }
 
-/** Bytes and reads since the store was opened, sniffing included. */
+/**
+ * Bytes and reads since the store was opened, sniffing included, and the
+ * size of what is open (which grows for a folder read by URL).
+ */
 function readSoFar() {
   if (!opened) return { ...extra };
   let bytes = extra.bytes;
@@ -124,7 +136,7 @@ function readSoFar() {
     bytes += s.bytesRead;
     reads += s.readCount;
   }
-  return { bytes, reads };
+  return { bytes, reads, fileBytes: opened.filesFound ? opened.objects.fileBytes : opened.fileBytes };
 }
 
 const keyLength = (o, key) => (o.kind === 'bitable' ? o.table.valueLength(key) : o.store.valueLength(key));
@@ -182,7 +194,7 @@ const OPS = {
   objectChunks: (o, [id, options]) => (need(o, 'objects'), o.objects.chunks(id, options)),
   objectRange: (o, [id, offset, length]) => (need(o, 'objects'), o.objects.getRange(id, offset, length)),
   objectFiles: (o, _args, progress) => (need(o, 'objects'), o.objects.files({ onProgress: progress })),
-  objectValidate: (o, [options]) => (need(o, 'objects'), o.objects.validate(options)),
+  objectValidate: (o, [options], progress) => (need(o, 'objects'), o.objects.validate({ ...options, onProgress: progress })),
 };
 
 function close() {

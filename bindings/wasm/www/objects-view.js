@@ -41,8 +41,9 @@ function chunkMap(chunks, size) {
 }
 
 export class ObjectsView {
-  constructor(host, call, summary) {
-    this.call = call;
+  constructor(host, inspector, summary) {
+    this.inspector = inspector;
+    this.call = (op, args, progress) => inspector.call(op, args, progress);
     this.summary = summary;
     this.rows = [];
     this.overview = el('table', { id: 'objects-overview' });
@@ -59,7 +60,8 @@ export class ObjectsView {
       this.overview,
       el('div', { class: 'toolbar' },
         el('button', { type: 'button', id: 'objects-stats', text: 'Sizes and dedup (reads the whole index)', onclick: () => this.stats() }),
-        el('button', { type: 'button', id: 'objects-files', text: 'Pack usage (reads the whole index)', onclick: () => this.files() })),
+        el('button', { type: 'button', id: 'objects-files', text: 'Pack usage (reads the whole index)', onclick: () => this.files() }),
+        el('button', { type: 'button', id: 'objects-validate', text: 'Validate (reads and rehashes every record)', onclick: () => this.validate() })),
       this.analysis,
       el('h2', { text: 'Objects' }),
       el('form', { class: 'toolbar', onsubmit: (ev) => (ev.preventDefault(), this.show(find.value.trim())) },
@@ -238,6 +240,58 @@ export class ObjectsView {
       );
     } catch (e) {
       out.replaceChildren(el('p', { class: 'error', role: 'alert', text: describeError(e).text }));
+    }
+    out.dispatchEvent(new Event('analysis-done', { bubbles: true }));
+  }
+
+  /**
+   * Reads and rehashes every record with a progress bar; Stop ends the
+   * worker (the store must be opened again). Problems are listed by object
+   * and file.
+   */
+  async validate() {
+    const bar = el('progress', { id: 'validate-progress', max: 1, value: 0, 'aria-label': 'validate progress' });
+    const status = el('span', { class: 'note', id: 'validate-status', role: 'status', text: 'validating…' });
+    let stopped = false;
+    const stop = el('button', { type: 'button', id: 'validate-stop', text: 'Stop', onclick: () => ((stopped = true), this.inspector.stop('validate stopped')) });
+    const out = el('div', { id: 'objects-validate-out' }, el('div', { class: 'toolbar' }, stop, bar, status));
+    this.analysis.replaceChildren(out);
+    const result = el('div', {});
+    out.append(result);
+    try {
+      const r = await this.call('objectValidate', [{}], (done, total) => {
+        bar.max = Math.max(1, total);
+        bar.value = done;
+        bar.dataset.done = done;
+        bar.dataset.total = total;
+        status.textContent = `${bytes(done)} of ${bytes(total)} of records`;
+      });
+      bar.value = bar.max;
+      const n = r.problems.length;
+      status.textContent = r.ok
+        ? `ok: ${fmt(r.objectsChecked)} objects, ${fmt(r.recordsChecked)} records, ${bytes(r.bytesChecked)} rehashed`
+        : `${fmt(n)} problem${n === 1 ? '' : 's'} in ${fmt(r.recordsChecked)} records`;
+      out.dataset.ok = String(r.ok);
+      out.dataset.problems = n;
+      if (n) {
+        result.replaceChildren(
+          el('table', { id: 'validate-problems', class: 'grid' },
+            el('caption', { text: 'Problems' }),
+            el('tr', {}, ['object', 'file', 'problem'].map((h) => el('th', { scope: 'col', text: h }))),
+            r.problems.map((p) =>
+              el('tr', {},
+                el('td', { class: 'key', title: p.id ?? '', text: p.id ?? '–' }),
+                el('td', { text: p.file ?? '–' }),
+                el('td', { text: `${p.code}: ${p.message}` })))),
+        );
+      }
+    } catch (e) {
+      const d = describeError(e);
+      status.textContent = '';
+      result.replaceChildren(el('p', { class: 'error', role: 'alert', text: stopped ? 'Validation stopped; open the store again to go on.' : d.text }));
+      out.dataset.code = d.code;
+    } finally {
+      stop.disabled = true;
     }
     out.dispatchEvent(new Event('analysis-done', { bubbles: true }));
   }
