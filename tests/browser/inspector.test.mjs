@@ -3,7 +3,7 @@
 // both orders with prefix and seek, views values as text, hex, JSON and
 // images, downloads one, runs check with its progress bar and page map,
 // looks at bitables' levels, ranks and selects, and at object stores; every
-// damaged corpus file shows its error code; a ~1 GiB store opens by file
+// damaged corpus file shows its error code; a ~4.5 GiB store opens by file
 // and by URL reading a few pages, and the bytes-read counter is what the
 // server sent. Screenshots go to target/browser-artifacts/inspector-*.png.
 import { after, before, test } from 'node:test';
@@ -70,7 +70,7 @@ test('a tree store: overview, keys in both orders with prefix and seek, a value,
   assert.equal(r.summary.count, want.count);
   const overview = await page.textContent('#overview');
   assert.match(overview, /2,000/);
-  // Laziness shows on the ~1 GiB store below; this small file is read
+  // Laziness shows on the ~4.5 GiB store below; this small file is read
   // whole by the overview's estimate, each chunk once (plus the 16 bytes
   // of the header sniffed to tell the kind).
   assert.ok(r.read.bytes > 0 && r.read.bytes <= r.summary.fileBytes + 16, JSON.stringify(r.read));
@@ -595,7 +595,7 @@ test('bale inspect: the CLI serves the page and the file it names, and the page 
   }
 });
 
-test('a ~1 GiB store by file and by URL: the overview and a page of keys read a few pages; the counter is what the server sent', async () => {
+test('a ~4.5 GiB store by file and by URL: the overview and a page of keys read a few pages; the counter is what the server sent', async () => {
   const big = await makeBigStore();
   try {
     const { page, errors } = await newPage();
@@ -603,17 +603,17 @@ test('a ~1 GiB store by file and by URL: the overview and a page of keys read a 
     assert.equal(r.state, 'ready', r.status);
     assert.ok(r.summary.fileBytes > BIG_LEN);
     assert.equal(r.summary.count, SMALL_KEYS + 1);
-    console.log(`inspector, 1 GiB store picked: open read ${r.read.bytes} bytes in ${r.read.reads} reads`);
+    console.log(`inspector, 4.5 GiB store picked: open read ${r.read.bytes} bytes in ${r.read.reads} reads`);
     assert.ok(r.read.bytes < 1 << 20, `open read ${r.read.bytes} bytes`);
     // The overview's estimate reads a few pages more, still far under 1 MiB.
     await page.waitForSelector('#estimate[data-ready]');
     const withShape = await read(page);
-    console.log(`inspector, 1 GiB store: open and the estimated shape read ${withShape.bytes} bytes in ${withShape.reads} reads`);
+    console.log(`inspector, 4.5 GiB store: open and the estimated shape read ${withShape.bytes} bytes in ${withShape.reads} reads`);
     assert.ok(withShape.bytes < 1 << 20, `open and estimate read ${withShape.bytes} bytes`);
     await act(page, '#tab-keys', 'page-shown');
     assert.deepEqual(await shownKeys(page), ['big', ...[...Array(49).keys()].map(smallKey)]);
     const afterPage = await read(page);
-    console.log(`inspector, 1 GiB store: open and a page of 50 keys with their lengths read ${afterPage.bytes} bytes`);
+    console.log(`inspector, 4.5 GiB store: open and a page of 50 keys with their lengths read ${afterPage.bytes} bytes`);
     assert.ok(afterPage.bytes < 1 << 20);
     await shot(page, 'big-file');
     await page.close();
@@ -640,7 +640,7 @@ test('a ~1 GiB store by file and by URL: the overview and a page of keys read a 
     assert.equal(await p2.textContent('#value pre'), smallValue(2000));
     const total = await read(p2);
     assert.equal(total.bytes, rangeBytes.get(path));
-    console.log(`inspector, 1 GiB store by URL: open, seek, a page and a value fetched ${total.bytes} bytes in ${total.reads} requests`);
+    console.log(`inspector, 4.5 GiB store by URL: open, seek, a page and a value fetched ${total.bytes} bytes in ${total.reads} requests`);
     await shot(p2, 'big-url');
     assert.deepEqual([...errors, ...e2], []);
     await p2.close();
@@ -652,7 +652,7 @@ test('a ~1 GiB store by file and by URL: the overview and a page of keys read a 
 });
 
 /**
- * The package's own URL source (tests/browser/url.html): the same ~1 GiB
+ * The package's own URL source (tests/browser/url.html): the same ~4.5 GiB
  * store read by URL from a Web Worker; a corpus store and bitable by URL
  * read as from their files; a missing file, a server that ignores ranges,
  * a file that is not bale's and a main-thread open each give their code.
@@ -676,11 +676,11 @@ async function openByUrl(bigPath, key) {
   const r = run.out;
   assert.equal(r.big.value, smallValue(1234));
   // What the store counted is what the server sent, and it is a few chunks
-  // of a file of more than 1 GiB.
+  // of a file of more than 4 GiB.
   const served = rangeBytes.get(`/big/${basename(bigPath)}`);
   assert.equal(served, r.big.totalBytes);
   assert.ok(r.big.bytes <= 4 * 16384 && r.big.reads <= 4, `open + get read ${r.big.bytes} bytes in ${r.big.reads} requests`);
-  console.log(`browser, 1 GiB store by URL: open + get(${key}) fetched ${r.big.bytes} bytes in ${r.big.reads} range requests`);
+  console.log(`browser, 4.5 GiB store by URL: open + get(${key}) fetched ${r.big.bytes} bytes in ${r.big.reads} range requests`);
   assert.deepEqual(r.big.firstKeys, ['big', smallKey(0), smallKey(1)]);
   const want = JSON.parse(readFileSync(join(CORPUS, store.expect), 'utf8'));
   assert.deepEqual(r.store.keys, want.entries.map(([k]) => Buffer.from(k, 'hex').toString()));

@@ -1,6 +1,8 @@
-// A ~1 GiB store for the lazy-read tests, written by the `bale` CLI: one
-// 1 GiB value of deterministic incompressible bytes (AES-128-CTR keystream,
-// so any slice can be recomputed) and a few thousand small keys.
+// A ~4.5 GiB store for the lazy-read tests, written by the `bale` CLI: one
+// 4.5 GiB value of deterministic incompressible bytes (AES-128-CTR
+// keystream, so any slice can be recomputed) and a few thousand small keys
+// written after it. Past 4 GiB on purpose: the small keys' pages and the
+// value's tail lie beyond 2^32, where a 32-bit offset in wasm32 would wrap.
 import { createCipheriv, createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -9,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { baleStreamed } from './cli.mjs';
 
 export const BIG_KEY = 'big';
-export const BIG_LEN = 1 << 30;
+export const BIG_LEN = 4.5 * 2 ** 30;
 export const SMALL_KEYS = 3000;
 export const smallKey = (i) => `small/${String(i).padStart(5, '0')}`;
 export const smallValue = (i) => `value of small key ${i}`;

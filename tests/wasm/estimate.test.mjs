@@ -1,6 +1,6 @@
 // Store.estimate(options): the sampled overview against stat() on stores
 // built here, its options, a damaged page, and the bytes it reads of a
-// ~1 GiB store read lazily (open + estimate well under 1 MiB).
+// ~4.5 GiB store read lazily (open + estimate well under 1 MiB).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
@@ -160,7 +160,7 @@ test('a damaged leaf on a descent throws its error with the page', () => {
   assert.equal(e.page, victim);
 });
 
-test('a ~1 GiB store read lazily: open + estimate read well under 1 MiB', async () => {
+test('a ~4.5 GiB store read lazily: open + estimate read well under 1 MiB', async () => {
   const big = await makeBigStore();
   try {
     const { store, close } = openLazy(big.path);
@@ -168,7 +168,7 @@ test('a ~1 GiB store read lazily: open + estimate read well under 1 MiB', async 
       const e = store.estimate();
       const read = store.bytesRead;
       console.log(
-        `1 GiB store (${store.fileBytes} bytes): open + estimate() read ${read} bytes in ${store.readCount} reads, ` +
+        `4.5 GiB store (${store.fileBytes} bytes): open + estimate() read ${read} bytes in ${store.readCount} reads, ` +
           `${e.pagesRead} pages`,
       );
       assert.ok(store.fileBytes > BIG_LEN);

@@ -1,6 +1,6 @@
 // The wasm package (ES module built with `wasm-bindgen --target web`) in
 // Node: the golden corpus through both the in-memory and the lazy backend,
-// the API, error mapping, and lazy reads of a ~1 GiB store.
+// the API, error mapping, and lazy reads of a ~4.5 GiB store.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -303,7 +303,7 @@ test('stat and check', () => {
   assert.equal(torn.stat().metaSlot, tc.metaSlot);
 });
 
-test('a ~1 GiB store: open + one get read a few pages, not the file', async () => {
+test('a ~4.5 GiB store: open + one get read a few pages past 4 GiB, not the file', async () => {
   const big = await makeBigStore();
   try {
     const { store, close } = openLazy(big.path);
@@ -312,7 +312,7 @@ test('a ~1 GiB store: open + one get read a few pages, not the file', async () =
       const key = smallKey(1234);
       const v = store.get(key);
       const openAndGet = { bytes: store.bytesRead, reads: store.readCount };
-      console.log(`1 GiB store (${store.fileBytes} bytes): open + get(${key}) read ${openAndGet.bytes} bytes in ${openAndGet.reads} reads`);
+      console.log(`4.5 GiB store (${store.fileBytes} bytes): open + get(${key}) read ${openAndGet.bytes} bytes in ${openAndGet.reads} reads`);
       assert.equal(Buffer.from(v).toString(), smallValue(1234));
       // The first chunk of the cache holds the header and both meta pages;
       // then one chunk per tree level.
@@ -320,14 +320,16 @@ test('a ~1 GiB store: open + one get read a few pages, not the file', async () =
       assert.ok(openAndGet.bytes <= 4 * chunk, `open + get read ${openAndGet.bytes} bytes`);
       assert.ok(openAndGet.reads <= 4, `${openAndGet.reads} reads`);
       assert.equal(store.count, SMALL_KEYS + 1);
-      // A slice from the middle of the 1 GiB value: its block index and one block.
-      store.resetCounters();
+      // Slices of the 4.5 GiB value: from the middle, across the 4 GiB
+      // mark, and its end; each its block index and a block or two.
       assert.equal(store.valueLength(BIG_KEY), BIG_LEN);
-      const off = 512 * 1024 * 1024 + 12345;
-      assert.equal(hex(store.getRange(BIG_KEY, off, 1000)), hex(bigBytes(off, 1000)));
-      const sliceBytes = store.bytesRead;
-      console.log(`getRange(big, 512 MiB, 1000) read ${sliceBytes} bytes in ${store.readCount} reads`);
-      assert.ok(sliceBytes <= 65536 + 4 * chunk, `slice read ${sliceBytes} bytes`);
+      for (const off of [512 * 1024 * 1024 + 12345, 2 ** 32 - 500, BIG_LEN - 1000]) {
+        store.resetCounters();
+        assert.equal(hex(store.getRange(BIG_KEY, off, 1000)), hex(bigBytes(off, 1000)), `at ${off}`);
+        const sliceBytes = store.bytesRead;
+        console.log(`getRange(big, ${off}, 1000) read ${sliceBytes} bytes in ${store.readCount} reads`);
+        assert.ok(sliceBytes <= 2 * 65536 + 4 * chunk, `slice at ${off} read ${sliceBytes} bytes`);
+      }
       // Listing keys reads leaves, never the value blocks.
       store.resetCounters();
       assert.equal(store.keys({ prefix: 'small/', limit: 10 }).toArray().length, 10);
