@@ -389,9 +389,9 @@ fn files_and_overview_agree_with_stats() {
         }
     }
     assert_eq!(packs, st.packs);
-    assert_eq!(staging, ov.staging_files);
+    assert_eq!(Some(staging), ov.staging_files);
     let staged_bytes: u64 = files.iter().filter(|f| f.area == Area::Staging).map(|f| f.file_bytes.unwrap()).sum();
-    assert_eq!(ov.staging_bytes, staged_bytes);
+    assert_eq!(ov.staging_bytes, Some(staged_bytes));
     // The deleted objects' records are dead bytes in their files.
     let file_bytes: u64 = files.iter().map(|f| f.file_bytes.unwrap() - 64).sum();
     assert!(file_bytes > st.stored_bytes);
@@ -424,7 +424,7 @@ fn overview_and_files_of_a_single_file_store() {
     let ov = s.overview().unwrap();
     assert!(ov.single_file);
     assert_eq!(ov.records, st.records);
-    assert_eq!((ov.packs, ov.pack_bytes, ov.staging_files, ov.staging_bytes), (0, 0, 0, 0));
+    assert_eq!((ov.packs, ov.pack_bytes, ov.staging_files, ov.staging_bytes), (0, 0, Some(0), Some(0)));
     assert_eq!(ov.index_bytes, std::fs::metadata(&path).unwrap().len());
     let files = s.files(&mut |_, _| {}).unwrap();
     assert_eq!(files.len(), 1);
@@ -489,6 +489,8 @@ fn bad_input_gets_typed_errors() {
 struct CountingDir {
     inner: FsDir,
     bytes: Arc<AtomicU64>,
+    /// What `lists_cheaply` answers; when false, a listing fails the test.
+    lists: bool,
 }
 
 struct Counted {
@@ -544,6 +546,7 @@ impl Dir for CountingDir {
         Ok(self.counted(self.inner.open_index(name, create, readonly)?))
     }
     fn list(&self, sub: &str) -> bale::Result<Vec<String>> {
+        assert!(self.lists, "{sub:?} listed by a directory that cannot list cheaply");
         self.inner.list(sub)
     }
     fn exists(&self, name: &str) -> bale::Result<bool> {
@@ -570,6 +573,36 @@ impl Dir for CountingDir {
     fn display(&self) -> String {
         self.inner.display()
     }
+    fn lists_cheaply(&self) -> bool {
+        self.lists
+    }
+}
+
+/// A directory that cannot list (read over HTTP) gets an overview without
+/// a listing: the staging files are unknown, the rest the same.
+#[test]
+fn overview_leaves_staging_unknown_where_listing_is_costly() {
+    let tmp = tempdir();
+    let path = tmp.path().join("d");
+    let w = create(&path, false, Config::default());
+    let mut b = w.batch().unwrap();
+    for i in 0..50u32 {
+        b.add(&i.to_le_bytes()).unwrap();
+    }
+    b.commit().unwrap();
+    w.close().unwrap();
+    let open = |lists| {
+        let dir = CountingDir { inner: FsDir::new(&path), bytes: Arc::new(AtomicU64::new(0)), lists };
+        ObjectStore::open_dir(Arc::new(dir), ObjectOptions { readonly: true, ..ObjectOptions::default() }).unwrap()
+    };
+    let listed = open(true).overview().unwrap();
+    assert!(listed.staging_files.unwrap() >= 1 && listed.staging_bytes.unwrap() > 64, "{listed:?}");
+    let unlisted = open(false).overview().unwrap();
+    assert_eq!((unlisted.staging_files, unlisted.staging_bytes), (None, None));
+    assert_eq!(
+        (unlisted.index_keys, unlisted.records, unlisted.packs, unlisted.pack_bytes, unlisted.index_bytes),
+        (listed.index_keys, listed.records, listed.packs, listed.pack_bytes, listed.index_bytes)
+    );
 }
 
 #[test]
@@ -588,7 +621,7 @@ fn overview_and_a_list_page_read_little_of_a_large_index() {
     let index_bytes = std::fs::metadata(path.join("index")).unwrap().len();
     assert!(index_bytes > 4 << 20, "index of {index_bytes} bytes");
     let bytes = Arc::new(AtomicU64::new(0));
-    let dir = CountingDir { inner: FsDir::new(&path), bytes: bytes.clone() };
+    let dir = CountingDir { inner: FsDir::new(&path), bytes: bytes.clone(), lists: true };
     let s = ObjectStore::open_dir(Arc::new(dir), ObjectOptions { readonly: true, ..ObjectOptions::default() }).unwrap();
     let read = |what: &str, f: &dyn Fn()| {
         bytes.store(0, Ordering::SeqCst);

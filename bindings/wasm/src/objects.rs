@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use bale::chunk_cache::ChunkCache;
 use bale::io::Storage;
-use bale::objects::{self, Dir, DirLock, HashKind, ObjectId, ObjectOptions};
+use bale::objects::{self, Dir, HashKind, ObjectId, ObjectOptions};
 use bale::{ErrorKind, Options};
 use js_sys::{Array, Function, Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
@@ -122,6 +122,56 @@ fn read_only() -> bale::Error {
     bale::Error::new(ErrorKind::InvalidArgument, "this object store is opened read-only from files")
 }
 
+/// The `Dir` methods every read-only store directory shares: reads go to
+/// `self.get(name)`; whatever would write is refused with `$refusal`.
+macro_rules! read_only_dir {
+    ($refusal:expr) => {
+        fn open(&self, name: &str, writable: bool) -> bale::Result<Arc<dyn Storage>> {
+            if writable {
+                return Err($refusal);
+            }
+            self.get(name)
+        }
+
+        fn create_new(&self, _name: &str) -> bale::Result<Arc<dyn Storage>> {
+            Err($refusal)
+        }
+
+        fn open_index(&self, name: &str, create: bool, readonly: bool) -> bale::Result<Arc<dyn Storage>> {
+            if create || !readonly {
+                return Err($refusal);
+            }
+            self.get(name)
+        }
+
+        fn create_dir(&self, _sub: &str) -> bale::Result<()> {
+            Err($refusal)
+        }
+
+        fn remove(&self, _name: &str) -> bale::Result<()> {
+            Err($refusal)
+        }
+
+        fn truncate(&self, _name: &str, _len: u64) -> bale::Result<()> {
+            Err($refusal)
+        }
+
+        fn rename(&self, _from: &str, _to: &str) -> bale::Result<()> {
+            Err($refusal)
+        }
+
+        fn sync_dir(&self, _sub: &str) -> bale::Result<()> {
+            Err($refusal)
+        }
+
+        // Only writers lock the store; a read-only open never asks.
+        fn lock_file(&self) -> bale::Result<Box<dyn bale::objects::DirLock>> {
+            Err($refusal)
+        }
+    };
+}
+pub(crate) use read_only_dir;
+
 /// One file handed over, as a read-only storage counting what it reads.
 pub(crate) struct OpenFile {
     pub storage: Arc<dyn Storage>,
@@ -216,23 +266,7 @@ impl FilesDir {
 }
 
 impl Dir for FilesDir {
-    fn open(&self, name: &str, writable: bool) -> bale::Result<Arc<dyn Storage>> {
-        if writable {
-            return Err(read_only());
-        }
-        self.get(name)
-    }
-
-    fn create_new(&self, _name: &str) -> bale::Result<Arc<dyn Storage>> {
-        Err(read_only())
-    }
-
-    fn open_index(&self, name: &str, create: bool, readonly: bool) -> bale::Result<Arc<dyn Storage>> {
-        if create || !readonly {
-            return Err(read_only());
-        }
-        self.get(name)
-    }
+    read_only_dir!(read_only());
 
     fn list(&self, sub: &str) -> bale::Result<Vec<String>> {
         let prefix = if sub.is_empty() { String::new() } else { format!("{sub}/") };
@@ -248,31 +282,6 @@ impl Dir for FilesDir {
     fn exists(&self, name: &str) -> bale::Result<bool> {
         let dir = format!("{name}/");
         Ok(name.is_empty() || self.files.contains_key(name) || self.files.keys().any(|k| k.starts_with(&dir)))
-    }
-
-    fn create_dir(&self, _sub: &str) -> bale::Result<()> {
-        Err(read_only())
-    }
-
-    fn remove(&self, _name: &str) -> bale::Result<()> {
-        Err(read_only())
-    }
-
-    fn truncate(&self, _name: &str, _len: u64) -> bale::Result<()> {
-        Err(read_only())
-    }
-
-    fn rename(&self, _from: &str, _to: &str) -> bale::Result<()> {
-        Err(read_only())
-    }
-
-    fn sync_dir(&self, _sub: &str) -> bale::Result<()> {
-        Err(read_only())
-    }
-
-    // Only writers lock the store; a read-only open never asks.
-    fn lock_file(&self) -> bale::Result<Box<dyn DirLock>> {
-        Err(read_only())
     }
 
     fn display(&self) -> String {

@@ -46,9 +46,9 @@ export interface ObjectOverview {
   /** Numbered packs and their committed bytes, exact. */
   packs: number;
   packBytes: number;
-  /** Staging files given (or present) and their sizes; opened by URL, those the index names (found by one walk of the index). */
-  stagingFiles: number;
-  stagingBytes: number;
+  /** Staging files given (or present) and their sizes; `null` for a store opened by URL, whose folder cannot be listed (`files()` finds them from the index). */
+  stagingFiles: number | null;
+  stagingBytes: number | null;
   /** Size of the index file (of a single-file store: of the store). */
   indexBytes: number;
 }

@@ -14,12 +14,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 use bale::chunk_cache::ChunkCache;
 use bale::io::Storage;
 use bale::objects::entry::{Entry, KEY_ENTRY, KEY_PACK, pack_number};
-use bale::objects::{self, Area, Dir, DirLock, HashKind, ObjectId};
+use bale::objects::{self, Area, Dir, HashKind, ObjectId};
 use bale::{ErrorKind, ReadOps};
 use wasm_bindgen::prelude::*;
 
 use crate::error::BaleError;
-use crate::objects::{ObjectStore, Opened, guard, readonly_options, single, wrap};
+use crate::objects::{ObjectStore, Opened, guard, read_only_dir, readonly_options, single, wrap};
 use crate::options;
 use crate::url_source::UrlSource;
 
@@ -102,23 +102,7 @@ impl UrlDir {
 }
 
 impl Dir for UrlDir {
-    fn open(&self, name: &str, writable: bool) -> bale::Result<Arc<dyn Storage>> {
-        if writable {
-            return Err(read_only());
-        }
-        self.get(name)
-    }
-
-    fn create_new(&self, _name: &str) -> bale::Result<Arc<dyn Storage>> {
-        Err(read_only())
-    }
-
-    fn open_index(&self, name: &str, create: bool, readonly: bool) -> bale::Result<Arc<dyn Storage>> {
-        if create || !readonly {
-            return Err(read_only());
-        }
-        self.get(name)
-    }
+    read_only_dir!(read_only());
 
     /// `packs` and `staging` list the files the index names (see `named`);
     /// anything else lists as empty, as nothing else can be known.
@@ -143,33 +127,13 @@ impl Dir for UrlDir {
         }
     }
 
-    fn create_dir(&self, _sub: &str) -> bale::Result<()> {
-        Err(read_only())
-    }
-
-    fn remove(&self, _name: &str) -> bale::Result<()> {
-        Err(read_only())
-    }
-
-    fn truncate(&self, _name: &str, _len: u64) -> bale::Result<()> {
-        Err(read_only())
-    }
-
-    fn rename(&self, _from: &str, _to: &str) -> bale::Result<()> {
-        Err(read_only())
-    }
-
-    fn sync_dir(&self, _sub: &str) -> bale::Result<()> {
-        Err(read_only())
-    }
-
-    // Only writers lock the store; a read-only open never asks.
-    fn lock_file(&self) -> bale::Result<Box<dyn DirLock>> {
-        Err(read_only())
-    }
-
     fn display(&self) -> String {
         self.base.clone()
+    }
+
+    // `list` walks the index: summaries leave what it would count unknown.
+    fn lists_cheaply(&self) -> bool {
+        false
     }
 }
 

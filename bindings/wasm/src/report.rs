@@ -143,8 +143,8 @@ pub fn object_overview(v: &ObjectOverview) -> Object {
     set(&o, "records", num(v.records));
     set(&o, "packs", num(v.packs));
     set(&o, "packBytes", num(v.pack_bytes));
-    set(&o, "stagingFiles", num(v.staging_files));
-    set(&o, "stagingBytes", num(v.staging_bytes));
+    set(&o, "stagingFiles", v.staging_files.map(num).unwrap_or(JsValue::NULL));
+    set(&o, "stagingBytes", v.staging_bytes.map(num).unwrap_or(JsValue::NULL));
     set(&o, "indexBytes", num(v.index_bytes));
     o
 }

@@ -65,6 +65,7 @@ export function describeError(e, pageSize) {
 /** A statistic's name and value as the page shows them: "leafFill" → "leaf fill", sizes in bytes, fills in %. */
 export function statRow(name, v) {
   const label = name.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
+  if (v === null || v === undefined) return [label, 'unknown'];
   if (typeof v !== 'number') return [label, String(v)];
   if (/Bytes$/.test(name)) return [label, `${fmt(v)} (${bytes(v)})`];
   if (/Fill$|^fill$|Share$/.test(name)) return [label, `${(v * 100).toFixed(1)} %`];

@@ -45,6 +45,13 @@ pub trait Dir: Send + Sync {
     fn lock_file(&self) -> Result<Box<dyn DirLock>>;
     /// A path to show in messages.
     fn display(&self) -> String;
+    /// Whether `list` is a real directory listing. A directory read over
+    /// HTTP cannot list one and answers from the index instead, by walking
+    /// it; a summary meant to read a few pages then leaves such counts
+    /// unknown.
+    fn lists_cheaply(&self) -> bool {
+        true
+    }
 }
 
 /// Removes a file only maintenance removes; false when it was already gone.

@@ -55,9 +55,10 @@ pub struct ObjectOverview {
     pub pack_bytes: u64,
     /// Staging files present and their sizes, from the directory listing
     /// (a writer may still be appending to one; records no entry names are
-    /// counted too).
-    pub staging_files: u64,
-    pub staging_bytes: u64,
+    /// counted too); `None` when the directory cannot list cheaply
+    /// ([`Dir::lists_cheaply`]).
+    pub staging_files: Option<u64>,
+    pub staging_bytes: Option<u64>,
     /// Size of the index file (for a single-file store, of the store).
     pub index_bytes: u64,
 }
@@ -137,6 +138,23 @@ fn pack_number_of(s: &str) -> Option<u64> {
     s.parse().ok()
 }
 
+/// The staging files present and their bytes together.
+fn staging_sizes(dir: &dyn super::dir::Dir) -> Result<(u64, u64)> {
+    let (mut files, mut bytes) = (0, 0);
+    for n in numbered(dir, STAGING_DIR, staging_number_of)? {
+        match dir.open(&file_name(Area::Staging, n), false).and_then(|f| f.len()) {
+            Ok(len) => {
+                files += 1;
+                bytes += len;
+            }
+            // Packed and removed since the listing.
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((files, bytes))
+}
+
 fn staging_number_of(s: &str) -> Option<u64> {
     u64::from_str_radix(s, 16).ok().filter(|_| s.len() == 16)
 }
@@ -160,8 +178,8 @@ impl ObjectStore {
     /// What can be known of the store without walking its index: the
     /// config, the index's key count (from its meta page) and the records
     /// it stands for, the packs and their committed bytes (from the few
-    /// pack keys), the staging files (from the directory listing), and the
-    /// index's size. Reads a handful of index pages however large the
+    /// pack keys), the staging files (from the directory listing, when it
+    /// is a cheap one), and the index's size. Reads a handful of index pages however large the
     /// store is; [`stats`](Self::stats) reads every entry. See
     /// [`ObjectOverview`] for which numbers are exact.
     pub fn overview(&self) -> Result<ObjectOverview> {
@@ -177,20 +195,11 @@ impl ObjectStore {
             Some(_) => index_keys.saturating_sub(packs),
             None => index_keys.saturating_sub(packs + 1) / 2,
         };
-        let (mut staging_files, mut staging_bytes) = (0, 0);
-        if let Some(dir) = &self.inner.dir {
-            for n in numbered(&**dir, STAGING_DIR, staging_number_of)? {
-                match dir.open(&file_name(Area::Staging, n), false).and_then(|f| f.len()) {
-                    Ok(len) => {
-                        staging_files += 1;
-                        staging_bytes += len;
-                    }
-                    // Packed and removed since the listing.
-                    Err(e) if e.kind() == ErrorKind::NotFound => {}
-                    Err(e) => return Err(e),
-                }
-            }
-        }
+        let staging = match &self.inner.dir {
+            None => Some((0, 0)),
+            Some(dir) if !dir.lists_cheaply() => None,
+            Some(dir) => Some(staging_sizes(&**dir)?),
+        };
         Ok(ObjectOverview {
             format_version: self.format_version(),
             single_file: self.is_single_file(),
@@ -199,8 +208,8 @@ impl ObjectStore {
             records,
             packs,
             pack_bytes,
-            staging_files,
-            staging_bytes,
+            staging_files: staging.map(|(files, _)| files),
+            staging_bytes: staging.map(|(_, bytes)| bytes),
             index_bytes: r.snapshot().storage.len()?,
         })
     }
