@@ -84,7 +84,7 @@ bench:
 # opening a ~4 GiB tree store of 1,000,000 keys picked as a file and by
 # ?url= over a 127.0.0.1 range server, 200 Next pages and 200 seeks, the
 # browser's memory (PSS) beside the corpus's 2,000-key store, and a ~4 GiB
-# object store picked as a folder (bench/inspector/run.mjs; the stores are
+# object store picked as a folder and by ?url= (bench/inspector/run.mjs; the stores are
 # written once into bench/work/inspector, about 8.2 GiB, in under a minute).
 # Settings: INSPECTOR_GIB, OPENS, PAGES, SEEKS, CASES. Results are appended
 # to bench/results/inspector-<date>.jsonl.

@@ -206,7 +206,7 @@ export async function runCase(ctx, c) {
       // resource timings of the page and of its worker.
       if (r.wallMs > SLOW_MS) opens.at(-1).timeline = await timeline(page);
       if (i === 0) out.summary = r.summary;
-      if (c.source === 'folder') {
+      if (c.store === 'objects') {
         // The object store's first view: its overview, then a page of objects.
         const shown = await page.evaluate(() =>
           new Promise((ok) => {
@@ -223,7 +223,7 @@ export async function runCase(ctx, c) {
         const filled = shown.rows.length > 0 && !shown.rows.some(([k]) => k === 'error') && shown.rows.some(([, v]) => /\d/.test(v ?? ''));
         Object.assign(opens.at(-1), {
           overviewWallMs,
-          overviewPageMs: shown.at - r.changeAt,
+          overviewPageMs: c.source === 'url' ? shown.at : shown.at - r.changeAt,
           overviewFilled: filled,
           overviewText: filled ? null : shown.rows.map((x) => x.join(': ')).join('; '),
           listInfo: shown.info,

@@ -3,7 +3,8 @@
 // as a file, and by `?url=` over a 127.0.0.1 range server) in under 1 s,
 // reading under 1 MiB; a page of 50 keys (Next, or a seek to a random key)
 // in under 50 ms; under 256 MiB of memory for any file size (against the
-// corpus's 2,000-key store); and a ~4 GiB object store picked as a folder.
+// corpus's 2,000-key store); and a ~4 GiB object store picked as a folder
+// and opened by `?url=` (its folder's URL).
 // Prints a table, and appends one JSON line per case to
 // bench/results/inspector-<date>.jsonl. `make bench-inspector` runs it.
 //
@@ -68,7 +69,7 @@ const smallObjects = manifest.cases.find((c) => c.id === 'objects-blake3') ?? ma
 
 const want = (name) => !CASES || CASES.includes(name);
 const tree = want('tree-file') || want('tree-url') ? await treeStore(WORK, CLI, GIB) : null;
-const objects = want('objects-folder') ? await objectStore(WORK, CLI, GIB) : null;
+const objects = want('objects-folder') || want('objects-url') ? await objectStore(WORK, CLI, GIB) : null;
 // The big store's keys in order: the small pairs, then the large values.
 const treeKeys = { count: TREE_KEYS, at: (i) => (i < SMALL_PAIRS ? smallKey(i) : largeKey(i - SMALL_PAIRS)) };
 
@@ -83,6 +84,7 @@ const cases = [
   tree && { name: 'tree-url', store: 'tree', source: 'url', url: `${server.base}/data/${relative(WORK, tree.path)}`, file: tree.path, meta: tree, keys: treeKeys },
   smallObjects && { name: 'objects-small-folder', store: 'objects', source: 'folder', path: join(CORPUS, smallObjects.file), keys: null },
   objects && { name: 'objects-folder', store: 'objects', source: 'folder', path: objects.path, meta: objects, keys: null },
+  objects && { name: 'objects-url', store: 'objects', source: 'url', url: `${server.base}/data/${relative(WORK, objects.path)}/`, file: objects.path, meta: objects, keys: null },
 ].filter((c) => c && want(c.name));
 
 const results = [];
@@ -97,7 +99,7 @@ try {
       ...r,
       store: c.store,
       file: relative(REPO, c.path ?? c.file),
-      fileBytes: r.summary?.fileBytes ?? meta?.fileBytes ?? null,
+      fileBytes: meta?.fileBytes ?? r.summary?.fileBytes ?? null,
       keys: keys?.count ?? null,
       objects: meta?.objects ?? null,
       load: { before: load, after: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).map(Number) },

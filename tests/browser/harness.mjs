@@ -5,12 +5,13 @@
 // module registers the before/after hooks of the importing test file.
 import { after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
-import { createServer } from 'node:http';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, extname, join, resolve, sep } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+import { startRangeServer } from './range-server.mjs';
 
 export const HERE = dirname(fileURLToPath(import.meta.url));
 export const REPO = resolve(HERE, '../..');
@@ -35,14 +36,6 @@ assert.ok(existsSync(join(WASM, 'pkg/bale_wasm.js')), 'bindings/wasm/pkg is miss
 assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install chromium`);
 const { chromium } = createRequire(join(WASM, 'package.json'))('playwright-core');
 
-const TYPES = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.mjs': 'text/javascript; charset=utf-8',
-  '.json': 'application/json',
-  '.wasm': 'application/wasm',
-  '.css': 'text/css',
-};
 // URL prefix -> directory. The inspector lives at /www/ and imports ../pkg/.
 const ROOTS = [
   ['/corpus/', CORPUS],
@@ -61,42 +54,10 @@ export const rangeBytes = new Map();
 // Requests of each method and path (`HEAD /corpus/x`), answered or not.
 export const requests = new Map();
 
-// HEAD, and single `bytes=a-b` ranges (206), as static hosts and buckets
-// answer them; under /norange/ the same files, with ranges ignored (200).
-function serve(req, res) {
-  let path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
-  const honoursRange = !path.startsWith('/norange/');
-  if (!honoursRange) path = path.slice('/norange'.length);
-  requests.set(`${req.method} ${path}`, (requests.get(`${req.method} ${path}`) ?? 0) + 1);
-  const [prefix, dir] = path.startsWith('/big/') && bigDir ? ['/big/', bigDir] : ROOTS.find(([p]) => path.startsWith(p));
-  const file = resolve(dir, `.${path.slice(prefix.length - 1)}`);
-  if ((file !== dir && !file.startsWith(dir + sep)) || !existsSync(file) || !statSync(file).isFile()) {
-    res.writeHead(404).end('not found');
-    return;
-  }
-  const size = statSync(file).size;
-  const head = { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-store', 'accept-ranges': 'bytes' };
-  if (req.method === 'HEAD') {
-    res.writeHead(200, { ...head, 'content-length': size }).end();
-    return;
-  }
-  const m = honoursRange && /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '');
-  if (m) {
-    const [start, end] = [Number(m[1]), Math.min(Number(m[2]), size - 1)];
-    const body = Buffer.alloc(Math.max(0, end - start + 1));
-    const fd = openSync(file, 'r');
-    try {
-      readSync(fd, body, 0, body.length, start);
-    } finally {
-      closeSync(fd);
-    }
-    rangeBytes.set(path, (rangeBytes.get(path) ?? 0) + body.length);
-    res.writeHead(206, { ...head, 'content-range': `bytes ${start}-${end}/${size}`, 'content-length': body.length });
-    res.end(body);
-    return;
-  }
-  res.writeHead(200, head);
-  res.end(readFileSync(file));
+// Counts what the server sent: range bodies and requests, by path.
+function heard({ method, path, status, bytes }) {
+  requests.set(`${method} ${path}`, (requests.get(`${method} ${path}`) ?? 0) + 1);
+  if (status === 206) rangeBytes.set(path, (rangeBytes.get(path) ?? 0) + bytes);
 }
 
 let server;
@@ -107,9 +68,8 @@ let profile;
 
 before(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
-  server = createServer(serve);
-  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
-  base = `http://127.0.0.1:${server.address().port}`;
+  server = await startRangeServer((path) => (path.startsWith('/big/') && bigDir ? ['/big/', bigDir] : ROOTS.find(([p]) => path.startsWith(p))), heard);
+  base = server.base;
   profile = mkdtempSync(join(tmpdir(), 'bale-chromium-'));
   browser = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
@@ -121,7 +81,7 @@ before(async () => {
 
 after(async () => {
   await browser?.close();
-  await new Promise((ok) => (server ? server.close(ok) : ok()));
+  await server?.close();
   if (profile) rmSync(profile, { recursive: true, force: true });
 });
 
