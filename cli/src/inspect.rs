@@ -1,12 +1,14 @@
 //! `bale inspect [PATH]`: serves the browser inspector (embedded in the
 //! binary with the `inspector` feature) on 127.0.0.1 and opens it. A file
-//! given on the command line is served beside it with range requests, so
-//! the page reads only the pages it shows, as it does from a web server.
+//! given on the command line, or an object store's folder, is served beside
+//! it with range requests, so the page reads only the pages it shows, as it
+//! does from a web server.
 //!
 //! The server answers only this machine (it binds 127.0.0.1) and only
 //! requests addressed to it by that name (the Host check keeps other web
 //! pages from reaching it through DNS rebinding), and serves nothing but
-//! the page and the one file named.
+//! the page and the one file named, or of the folder named only the files
+//! an object store has (FORMAT.md, "Directory layout").
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -27,9 +29,8 @@ mod assets {
 
 #[derive(Args, Debug)]
 pub struct InspectArgs {
-    /// A store file or bitable to open in the page (served to the page
-    /// only, with range requests). Object store folders are picked in the
-    /// page itself.
+    /// A store file, bitable or object store folder to open in the page
+    /// (served to the page only, with range requests).
     path: Option<PathBuf>,
     /// Port on 127.0.0.1; 0 takes any free one.
     #[arg(long, default_value_t = 0)]
@@ -48,11 +49,20 @@ const IDLE: Duration = Duration::from_secs(60);
 /// File bytes sent per write.
 const SEND: usize = 256 * 1024;
 
-struct Served {
-    /// The URL path it is served under, `/files/<name>`.
-    url: String,
-    file: File,
-    len: u64,
+/// What the command line named, and the URL path it is served under.
+enum Served {
+    /// `/files/<name>`.
+    File { url: String, file: File, len: u64 },
+    /// `/files/<name>/`, followed by the name of one of the store's files.
+    Folder { url: String, dir: PathBuf },
+}
+
+impl Served {
+    fn url(&self) -> &str {
+        match self {
+            Served::File { url, .. } | Served::Folder { url, .. } => url,
+        }
+    }
 }
 
 struct Server {
@@ -73,7 +83,7 @@ pub fn run(ctx: &Ctx, args: InspectArgs) -> Result<u8, Failure> {
     let port = listener.local_addr().map_err(|e| Failure::io("cannot listen on 127.0.0.1", e))?.port();
     let mut url = format!("http://127.0.0.1:{port}/www/index.html");
     if let Some(s) = &served {
-        url.push_str(&format!("?url={}", percent_encode(&s.url)));
+        url.push_str(&format!("?url={}", percent_encode(s.url())));
     }
     let mut out = std::io::stdout().lock();
     if ctx.json {
@@ -105,16 +115,34 @@ pub fn run(ctx: &Ctx, args: InspectArgs) -> Result<u8, Failure> {
 }
 
 fn serve_file(path: &Path) -> Result<Served, Failure> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("store");
     if path.is_dir() {
-        return Err(Failure::invalid(format!(
-            "{}: a folder; open an object store's folder from the page (its \"Open a folder\" button) instead",
-            path.display()
-        )));
+        if !path.join("config").is_file() {
+            return Err(Failure::invalid(format!(
+                "{}: a folder without a config file, so no object store; give a store file, a bitable or an object store's folder",
+                path.display()
+            )));
+        }
+        return Ok(Served::Folder { url: format!("/files/{}/", percent_encode(name)), dir: path.to_path_buf() });
     }
     let file = File::open(path).map_err(|e| Failure::io(path.display(), e))?;
     let len = file.metadata().map_err(|e| Failure::io(path.display(), e))?.len();
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("store");
-    Ok(Served { url: format!("/files/{}", percent_encode(name)), file, len })
+    Ok(Served::File { url: format!("/files/{}", percent_encode(name)), file, len })
+}
+
+/// Whether `rel` names a file an object store folder has: `config`,
+/// `index`, `packs/<n>.pack` or `staging/<16 hex digits>.pack`. Nothing
+/// else of the folder is served.
+fn store_file(rel: &str) -> bool {
+    let digits = |s: &str, hex: bool| {
+        !s.is_empty() && s.bytes().all(|b| if hex { b.is_ascii_hexdigit() } else { b.is_ascii_digit() })
+    };
+    match rel.split_once('/') {
+        None => rel == "config" || rel == "index",
+        Some(("packs", f)) => f.strip_suffix(".pack").is_some_and(|n| n.len() <= 20 && digits(n, false)),
+        Some(("staging", f)) => f.strip_suffix(".pack").is_some_and(|n| n.len() == 16 && digits(n, true)),
+        _ => false,
+    }
 }
 
 /// Percent-encodes everything but unreserved characters and `/`.
@@ -342,21 +370,45 @@ fn answer(server: &Server, req: &Request, out: &mut TcpStream) -> std::io::Resul
             [("Content-Type", content_type(&req.path).to_string()), ("Content-Security-Policy", CSP.to_string())];
         return respond(out, 200, "OK", &headers, Body::Bytes(bytes), head_only);
     }
-    if let Some(s) = server.served.as_ref().filter(|s| s.url == req.path) {
-        let base = [("Content-Type", "application/octet-stream".to_string()), ("Accept-Ranges", "bytes".to_string())];
-        return match req.range.as_deref().map(|r| parse_range(r, s.len)) {
-            None | Some(Range::Ignored) => respond(out, 200, "OK", &base, Body::File(&s.file, 0, s.len), head_only),
-            Some(Range::Unsatisfiable) => {
-                let h = [("Content-Range", format!("bytes */{}", s.len))];
-                respond(out, 416, "Range Not Satisfiable", &h, Body::Text(""), head_only)
+    match &server.served {
+        Some(Served::File { url, file, len }) if *url == req.path => serve_range(out, req, file, *len),
+        Some(Served::Folder { url, dir }) => {
+            let Some(rel) = req.path.strip_prefix(url.as_str()).filter(|rel| store_file(rel)) else {
+                return not_found(out, head_only);
+            };
+            // Regular files only: a link could lead out of the folder.
+            let path = dir.join(rel);
+            match std::fs::symlink_metadata(&path) {
+                Ok(m) if m.is_file() => {}
+                _ => return not_found(out, head_only),
             }
-            Some(Range::Bytes(start, end)) => {
-                let h = [base[0].clone(), base[1].clone(), ("Content-Range", format!("bytes {start}-{end}/{}", s.len))];
-                respond(out, 206, "Partial Content", &h, Body::File(&s.file, start, end - start + 1), head_only)
-            }
-        };
+            let Ok(file) = File::open(&path) else { return not_found(out, head_only) };
+            let len = file.metadata()?.len();
+            serve_range(out, req, &file, len)
+        }
+        _ => not_found(out, head_only),
     }
+}
+
+fn not_found(out: &mut TcpStream, head_only: bool) -> std::io::Result<()> {
     respond(out, 404, "Not Found", &[], Body::Text("not found\n"), head_only)
+}
+
+/// A served file: whole, or the one byte range asked for.
+fn serve_range(out: &mut TcpStream, req: &Request, file: &File, len: u64) -> std::io::Result<()> {
+    let head_only = req.method == "HEAD";
+    let base = [("Content-Type", "application/octet-stream".to_string()), ("Accept-Ranges", "bytes".to_string())];
+    match req.range.as_deref().map(|r| parse_range(r, len)) {
+        None | Some(Range::Ignored) => respond(out, 200, "OK", &base, Body::File(file, 0, len), head_only),
+        Some(Range::Unsatisfiable) => {
+            let h = [("Content-Range", format!("bytes */{len}"))];
+            respond(out, 416, "Range Not Satisfiable", &h, Body::Text(""), head_only)
+        }
+        Some(Range::Bytes(start, end)) => {
+            let h = [base[0].clone(), base[1].clone(), ("Content-Range", format!("bytes {start}-{end}/{len}"))];
+            respond(out, 206, "Partial Content", &h, Body::File(file, start, end - start + 1), head_only)
+        }
+    }
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -390,7 +442,7 @@ fn parse_range(header: &str, len: u64) -> Range {
 
 #[cfg(test)]
 mod tests {
-    use super::{Range, parse_range, percent_encode};
+    use super::{Range, parse_range, percent_encode, store_file};
 
     #[test]
     fn ranges() {
@@ -408,6 +460,30 @@ mod tests {
         assert_eq!(parse_range("bytes=x-1", 100), Range::Ignored);
         assert_eq!(parse_range("bytes=+1-2", 100), Range::Ignored);
         assert_eq!(parse_range("bytes=99999999999999999999-", 100), Range::Ignored);
+    }
+
+    #[test]
+    fn store_files() {
+        for ok in ["config", "index", "packs/0.pack", "packs/12.pack", "staging/00000000deadbeef.pack"] {
+            assert!(store_file(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "lock",
+            "config/",
+            "../config",
+            "packs/../config",
+            "packs/x.pack",
+            "packs/.pack",
+            "packs/1.pack/x",
+            "staging/deadbeef.pack",
+            "staging/00000000deadbeeg.pack",
+            "packs/123456789012345678901.pack",
+            "index.compact",
+            "/etc/passwd",
+        ] {
+            assert!(!store_file(bad), "{bad}");
+        }
     }
 
     #[test]

@@ -433,6 +433,46 @@ fn inspect_serves_the_page_and_the_file_or_says_how_to_build_it() {
     assert!(get(&format!("POST /www/index.html HTTP/1.1\r\n{host}")).starts_with(b"HTTP/1.1 405 "));
     child.kill().unwrap();
     child.wait().unwrap();
-    // A folder is picked in the page, not served.
-    assert_eq!(code(&run(&["inspect", "--no-open", t.0.to_str().unwrap()])), 1);
+    // A folder that is no object store is refused.
+    let o = run(&["inspect", "--no-open", t.0.to_str().unwrap()]);
+    assert_eq!(code(&o), 1);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no object store"), "{}", String::from_utf8_lossy(&o.stderr));
+    // An object store's folder: its files, and nothing else of the folder.
+    let objects = t.0.join("objects");
+    let objects = objects.to_str().unwrap();
+    ok(&["obj", "init", objects]);
+    std::fs::write(t.0.join("objects/notes.txt"), "private").unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_bale"))
+        .args(["--json", "inspect", "--no-open", objects])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let port = v["port"].as_u64().unwrap();
+    assert!(v["url"].as_str().unwrap().ends_with("/www/index.html?url=/files/objects/"), "{v}");
+    let host = format!("Host: 127.0.0.1:{port}");
+    let get = |head: &str| {
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", port as u16)).unwrap();
+        c.write_all(format!("{head}\r\n{host}\r\nConnection: close\r\n\r\n").as_bytes()).unwrap();
+        let mut out = Vec::new();
+        c.read_to_end(&mut out).unwrap();
+        out
+    };
+    let config = std::fs::read(t.0.join("objects/config")).unwrap();
+    let part = get("GET /files/objects/config HTTP/1.1\r\nRange: bytes=0-7");
+    assert!(part.starts_with(b"HTTP/1.1 206 Partial Content\r\n"), "{}", String::from_utf8_lossy(&part));
+    assert!(part.ends_with(&config[..8]));
+    assert!(get("HEAD /files/objects/index HTTP/1.1").starts_with(b"HTTP/1.1 200 OK\r\n"));
+    for refused in [
+        "/files/objects/notes.txt",
+        "/files/objects/lock",
+        "/files/objects/../store.bale",
+        "/files/objects/packs/0.pack",
+    ] {
+        assert!(get(&format!("GET {refused} HTTP/1.1")).starts_with(b"HTTP/1.1 404 "), "{refused}");
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
 }

@@ -572,7 +572,7 @@ test('a file dropped on the page opens; the theme and the tabs answer the keyboa
   await page.close();
 });
 
-test('bale inspect: the CLI serves the page and the file it names, and the page opens it', async () => {
+test('bale inspect: the CLI serves the page and the file or object store folder it names, and the page opens it', async () => {
   const c = manifest.cases.find((x) => x.id === 'thousands');
   const child = spawn(cliPath(), ['--json', 'inspect', '--no-open', join(CORPUS, c.file)], { stdio: ['ignore', 'pipe', 'inherit'] });
   try {
@@ -592,6 +592,28 @@ test('bale inspect: the CLI serves the page and the file it names, and the page 
     await page.close();
   } finally {
     child.kill();
+  }
+  // An object store's folder: served file by file, opened by its URL.
+  const o = manifest.object_cases.find((x) => x.id === 'objects-blake3');
+  const want = JSON.parse(readFileSync(join(CORPUS, o.expect), 'utf8'));
+  const folder = spawn(cliPath(), ['--json', 'inspect', '--no-open', join(CORPUS, o.file)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const [line] = await once(createInterface({ input: folder.stdout }), 'line');
+    const { url } = JSON.parse(line);
+    assert.match(url, new RegExp(`\\?url=/files/${basename(o.file)}/$`));
+    const { page, errors } = await newPage();
+    await page.goto(url);
+    const r = await settled(page);
+    assert.equal(r.state, 'ready', r.status);
+    assert.deepEqual([r.summary.kind, r.summary.hash], ['objects', want.hash]);
+    await page.waitForSelector('#objects-info:not(:empty)');
+    assert.deepEqual(await page.$$eval('#objects td.key', (tds) => tds.map((td) => td.textContent)), want.objects.map(([id]) => id));
+    await act(page, '#objects-validate', 'analysis-done');
+    assert.equal(await page.getAttribute('#objects-validate-out', 'data-ok'), 'true');
+    assert.deepEqual(errors, []);
+    await page.close();
+  } finally {
+    folder.kill();
   }
 });
 
