@@ -206,6 +206,23 @@ export async function runCase(ctx, c) {
       // resource timings of the page and of its worker.
       if (r.wallMs > SLOW_MS) opens.at(-1).timeline = await timeline(page);
       if (i === 0) out.summary = r.summary;
+      if (c.store === 'tree') {
+        // The tree's overview is complete when its estimated shape shows.
+        const shown = await page.evaluate(() =>
+          new Promise((ok) => {
+            const done = () => ok({ at: performance.now(), read: window.inspector.read });
+            const poll = () => (document.querySelector('#estimate[data-ready]') ? done() : setTimeout(poll, 2));
+            poll();
+          }),
+        );
+        Object.assign(opens.at(-1), {
+          overviewWallMs: performance.now() - t0,
+          overviewPageMs: c.source === 'url' ? shown.at : shown.at - r.changeAt,
+          overviewFilled: true,
+          overviewBytes: shown.read.bytes,
+          overviewReads: shown.read.reads,
+        });
+      }
       if (c.store === 'objects') {
         // The object store's first view: its overview, then a page of objects.
         const shown = await page.evaluate(() =>
