@@ -6,6 +6,8 @@
 
 use std::sync::Arc;
 
+mod support;
+
 use bale::btree::page::{KIND_BRANCH, TRAILER, seal};
 use bale::btree::{CheckOptions, Estimate, PageKind, Stat, check_with, estimate, stat};
 use bale::io::MemStorage;
@@ -301,21 +303,7 @@ impl bale::io::Storage for Tap {
     fn sync(&self) -> bale::Result<()> {
         self.inner.sync()
     }
-    fn lock_writer(&self, wait: bool) -> bale::Result<()> {
-        self.inner.lock_writer(wait)
-    }
-    fn unlock_writer(&self) {
-        self.inner.unlock_writer()
-    }
-    fn pin(&self, txn: u64) -> bale::Result<()> {
-        self.inner.pin(txn)
-    }
-    fn unpin(&self, txn: u64) {
-        self.inner.unpin(txn)
-    }
-    fn oldest_pin(&self, below: u64) -> bale::Result<Option<u64>> {
-        self.inner.oldest_pin(below)
-    }
+    forward_locks!(inner);
 }
 
 #[test]

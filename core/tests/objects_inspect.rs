@@ -8,6 +8,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+mod support;
+use support::TempDir;
+
 use bale::ErrorKind;
 use bale::io::Storage;
 use bale::objects::dir::FsDir;
@@ -512,21 +515,7 @@ impl Storage for Counted {
     fn sync(&self) -> bale::Result<()> {
         self.inner.sync()
     }
-    fn lock_writer(&self, wait: bool) -> bale::Result<()> {
-        self.inner.lock_writer(wait)
-    }
-    fn unlock_writer(&self) {
-        self.inner.unlock_writer()
-    }
-    fn pin(&self, txn: u64) -> bale::Result<()> {
-        self.inner.pin(txn)
-    }
-    fn unpin(&self, txn: u64) {
-        self.inner.unpin(txn)
-    }
-    fn oldest_pin(&self, below: u64) -> bale::Result<Option<u64>> {
-        self.inner.oldest_pin(below)
-    }
+    forward_locks!(inner);
 }
 
 impl CountingDir {
@@ -661,26 +650,5 @@ fn overview_and_a_list_page_read_little_of_a_large_index() {
 }
 
 fn tempdir() -> TempDir {
-    let p = std::env::temp_dir().join(format!("bale-inspect-{}-{}", std::process::id(), rand_u64()));
-    std::fs::create_dir_all(&p).unwrap();
-    TempDir(p)
-}
-
-fn rand_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u8(0);
-    h.finish()
-}
-
-struct TempDir(std::path::PathBuf);
-impl TempDir {
-    fn path(&self) -> &std::path::Path {
-        &self.0
-    }
-}
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    TempDir::new("bale-inspect")
 }

@@ -74,3 +74,28 @@ impl Storage for ReadFaulty {
     }
     forward_locks!(inner);
 }
+
+/// A folder under the system's temporary folder, removed when dropped.
+pub struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    /// A new empty folder named `<prefix>-<pid>-<random>`.
+    pub fn new(prefix: &str) -> TempDir {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u8(0);
+        let p = std::env::temp_dir().join(format!("{prefix}-{}-{}", std::process::id(), h.finish()));
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
