@@ -379,6 +379,32 @@ fn compact_shrinks_after_deletes() {
     assert_eq!(code(&run(&["check", &s])), 0);
 }
 
+/// `bale --json inspect --no-open PATH`, once it printed its address (which
+/// must end with `url_end`): the child and its port.
+fn inspect_server(path: &str, url_end: &str) -> (std::process::Child, u16) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_bale"))
+        .args(["--json", "inspect", "--no-open", path])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert!(v["url"].as_str().unwrap().ends_with(url_end), "{v}");
+    (child, v["port"].as_u64().unwrap() as u16)
+}
+
+/// The whole answer to a request `head` (request line and headers) sent to 127.0.0.1:`port`.
+fn http(port: u16, head: &str) -> Vec<u8> {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    c.write_all(format!("{head}\r\n\r\n").as_bytes()).unwrap();
+    let mut out = Vec::new();
+    c.read_to_end(&mut out).unwrap();
+    out
+}
+
 /// Built without the `inspector` feature, `bale inspect` says how to get
 /// it; built with it, it serves the page and the named file on 127.0.0.1,
 /// with byte ranges, and refuses requests addressed to other host names.
@@ -394,24 +420,8 @@ fn inspect_serves_the_page_and_the_file_or_says_how_to_build_it() {
         assert!(stderr.contains("built without the browser inspector"), "{stderr}");
         return;
     }
-    use std::io::{BufRead, Read, Write};
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_bale"))
-        .args(["--json", "inspect", "--no-open", &s])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&line).unwrap();
-    let port = v["port"].as_u64().unwrap();
-    assert!(v["url"].as_str().unwrap().ends_with("/www/index.html?url=/files/store.bale"), "{v}");
-    let get = |head: &str| {
-        let mut c = std::net::TcpStream::connect(("127.0.0.1", port as u16)).unwrap();
-        c.write_all(format!("{head}\r\nConnection: close\r\n\r\n").as_bytes()).unwrap();
-        let mut out = Vec::new();
-        c.read_to_end(&mut out).unwrap();
-        out
-    };
+    let (mut child, port) = inspect_server(&s, "/www/index.html?url=/files/store.bale");
+    let get = |head: &str| http(port, &format!("{head}\r\nConnection: close"));
     let host = format!("Host: 127.0.0.1:{port}");
     let page = get(&format!("GET /www/index.html HTTP/1.1\r\n{host}"));
     assert!(page.starts_with(b"HTTP/1.1 200 OK\r\n"));
@@ -442,24 +452,8 @@ fn inspect_serves_the_page_and_the_file_or_says_how_to_build_it() {
     let objects = objects.to_str().unwrap();
     ok(&["obj", "init", objects]);
     std::fs::write(t.0.join("objects/notes.txt"), "private").unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_bale"))
-        .args(["--json", "inspect", "--no-open", objects])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&line).unwrap();
-    let port = v["port"].as_u64().unwrap();
-    assert!(v["url"].as_str().unwrap().ends_with("/www/index.html?url=/files/objects/"), "{v}");
-    let host = format!("Host: 127.0.0.1:{port}");
-    let get = |head: &str| {
-        let mut c = std::net::TcpStream::connect(("127.0.0.1", port as u16)).unwrap();
-        c.write_all(format!("{head}\r\n{host}\r\nConnection: close\r\n\r\n").as_bytes()).unwrap();
-        let mut out = Vec::new();
-        c.read_to_end(&mut out).unwrap();
-        out
-    };
+    let (mut child, port) = inspect_server(objects, "/www/index.html?url=/files/objects/");
+    let get = |head: &str| http(port, &format!("{head}\r\nHost: 127.0.0.1:{port}\r\nConnection: close"));
     let config = std::fs::read(t.0.join("objects/config")).unwrap();
     let part = get("GET /files/objects/config HTTP/1.1\r\nRange: bytes=0-7");
     assert!(part.starts_with(b"HTTP/1.1 206 Partial Content\r\n"), "{}", String::from_utf8_lossy(&part));
