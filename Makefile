@@ -84,10 +84,15 @@ bench:
 # opening a ~4 GiB tree store of 1,000,000 keys picked as a file and by
 # ?url= over a 127.0.0.1 range server, 200 Next pages and 200 seeks, the
 # browser's memory (PSS) beside the corpus's 2,000-key store, and a ~4 GiB
-# object store picked as a folder and by ?url= (bench/inspector/run.mjs; the stores are
-# written once into bench/work/inspector, about 8.2 GiB, in under a minute).
-# Settings: INSPECTOR_GIB, OPENS, PAGES, SEEKS, CASES. Results are appended
-# to bench/results/inspector-<date>.jsonl.
+# object store picked as a folder and by ?url= (bench/inspector/run.mjs).
+# Beside it the peer, sql.js (npm, a dev dependency of bindings/wasm), which
+# reads the whole file into memory: a SQLite database of the same small
+# pairs opened, paged and sought the same way, and one of just over 2 GiB
+# that it cannot open; then the bale / sql.js ratios. The stores are written
+# once into bench/work/inspector (about 10.3 GiB, in about a minute; the
+# large SQLite one by python3's sqlite3).
+# Settings: INSPECTOR_GIB, SQLJS_GIB, OPENS, PAGES, SEEKS, CASES. Results
+# are appended to bench/results/inspector-<date>.jsonl.
 bench-inspector: wasm-pkg npm-deps
 	$(CARGO) build --release --locked -p bale-cli
 	node bench/inspector/run.mjs

@@ -3,6 +3,9 @@
 // page through its keys and seek to random ones, timing each step inside
 // the page from the user's action to the DOM event the inspector fires
 // when it has shown the answer, while the browser's memory is sampled.
+// The peer's page (sql.js, bench/inspector/sqljs) has the same hooks, so
+// its cases run the same steps; a case that may fail (a file too large for
+// it) records how it failed instead of ending the run.
 import { sampler } from './memory.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -107,6 +110,26 @@ export function random(seed) {
   };
 }
 
+/**
+ * settled(page), or how the open ended otherwise: the page's renderer
+ * crashed (state 'crashed'), or no answer came in `ms` ('timeout').
+ */
+async function settledOrFailed(page, ms) {
+  let timer;
+  let onCrash;
+  const crashed = new Promise((ok) => page.once('crash', (onCrash = () => ok({ state: 'crashed' }))));
+  const late = new Promise((ok) => (timer = setTimeout(() => ok({ state: 'timeout' }), ms)));
+  try {
+    return await Promise.race([settled(page).catch((e) => ({ state: 'lost', error: e.message })), crashed, late]);
+  } finally {
+    clearTimeout(timer);
+    page.off('crash', onCrash);
+  }
+}
+
+/** How long a case that may fail waits for its open. */
+const FAIL_AFTER_MS = Number(process.env.FAIL_AFTER_MS ?? 300_000);
+
 /** Opens slower than this keep their resource timings in the results. */
 const SLOW_MS = Number(process.env.SLOW_MS ?? 1000);
 
@@ -150,7 +173,9 @@ async function collectGarbage(browser, page) {
 /**
  * One case, in a fresh browser. `c`: { name, source ('file' | 'folder' |
  * 'url'), path (file or folder), url (for 'url'), keys ({ count, at(i) })
- * or null, store ('tree' | 'objects'), pages, seeks, opens }.
+ * or null, store ('tree' | 'objects' | 'sqlite'), pages, seeks, opens,
+ * page (the inspector's path on the server, /www/index.html by default),
+ * mayFail (an open that fails is recorded in `failure`, not thrown) }.
  */
 export async function runCase(ctx, c) {
   const { chromium, chromiumPath, flags, server, log } = ctx;
@@ -166,7 +191,7 @@ export async function runCase(ctx, c) {
     const page = await context.newPage();
     page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
     page.on('console', (m) => m.type() === 'error' && errors.push(`console: ${m.text()}`));
-    const inspector = `${server.base}/www/index.html`;
+    const inspector = `${server.base}${c.page ?? '/www/index.html'}`;
 
     // Baselines: a blank page, then the inspector with nothing open.
     await page.goto('about:blank');
@@ -180,13 +205,14 @@ export async function runCase(ctx, c) {
     // Opening, `opens` times, each in a freshly loaded page.
     mem.mark('open');
     const opens = [];
+    let failed = false;
     for (let i = 0; i < c.opens; i++) {
       server.reset();
       let r;
       let t0 = performance.now();
       if (c.source === 'url') {
         await page.goto(`${inspector}?url=${encodeURIComponent(c.url)}`, { waitUntil: 'commit' });
-        r = await settled(page);
+        r = c.mayFail ? await settledOrFailed(page, FAIL_AFTER_MS) : await settled(page);
         r.wallMs = performance.now() - t0;
         // From the navigation's start, on the page's clock.
         r.pageMs = r.readyAt;
@@ -195,17 +221,28 @@ export async function runCase(ctx, c) {
         await page.waitForLoadState('networkidle');
         t0 = performance.now();
         await page.setInputFiles(c.source === 'folder' ? '#folder' : '#file', c.path);
-        r = await settled(page);
+        r = c.mayFail ? await settledOrFailed(page, FAIL_AFTER_MS) : await settled(page);
         r.wallMs = performance.now() - t0;
         r.pageMs = r.readyAt - r.changeAt;
       }
-      if (r.state !== 'ready') throw new Error(`${c.name}: the inspector did not open ${c.path ?? c.url}: ${r.code} ${r.error}`);
       const sent = c.source === 'url' ? server.sent(new URL(c.url).pathname) : null;
+      if (r.state !== 'ready' && c.mayFail) {
+        // How far it got: what it read, where the time went, and the memory (sampled on).
+        out.failure = { state: r.state, code: r.code ?? null, error: r.error ?? null, status: r.status ?? null, wallMs: r.wallMs, pageMs: Number.isFinite(r.pageMs) ? r.pageMs : null, read: r.read ?? null, sent, open: i + 1 };
+        log(`  ${c.name} open ${i + 1}/${c.opens}: failed (${r.state}) after ${r.wallMs.toFixed(1)} ms: ${r.code ?? ''} ${r.error ?? ''}`);
+        failed = true;
+        break;
+      }
+      if (r.state !== 'ready') throw new Error(`${c.name}: the inspector did not open ${c.path ?? c.url}: ${r.code} ${r.error}`);
       opens.push({ wallMs: r.wallMs, pageMs: r.pageMs, bytes: r.read.bytes, reads: r.read.reads, sent });
+      // The peer's worker says where its open's time went.
+      if (r.summary?.workerMs) opens.at(-1).workerMs = r.summary.workerMs;
       // An open far slower than the rest: where the time went, from the
       // resource timings of the page and of its worker.
       if (r.wallMs > SLOW_MS) opens.at(-1).timeline = await timeline(page);
       if (i === 0) out.summary = r.summary;
+      // sql.js's page shows its first page of keys when it has opened: that is its overview.
+      if (c.store === 'sqlite') Object.assign(opens.at(-1), { overviewWallMs: r.wallMs, overviewPageMs: r.pageMs, overviewFilled: true, overviewBytes: r.read.bytes, overviewReads: r.read.reads });
       if (c.store === 'tree') {
         // The tree's overview is complete when its estimated shape shows.
         const shown = await page.evaluate(() =>
@@ -254,7 +291,7 @@ export async function runCase(ctx, c) {
 
     // Paging, on the page of the last open.
     mem.mark('browse');
-    if (c.keys) {
+    if (c.keys && !failed) {
       const before = await page.evaluate(() => window.inspector.read);
       server.reset();
       const first = await timed(page, 'click', 'tab-keys');
@@ -298,10 +335,12 @@ export async function runCase(ctx, c) {
       out.objectNext = { ...spread(next.map((x) => x.ms)), frame: spread(next.map((x) => x.frameMs)), bytes: next.reduce((n, x) => n + x.bytes, 0), rows: next.reduce((n, x) => n + x.rows, 0) };
       log(`  ${c.name} objects: ${next.length} Next: median ${out.objectNext.median} ms, p95 ${out.objectNext.p95} ms; read ${out.objectNext.bytes} bytes`);
     }
-    out.totalRead = await page.evaluate(() => window.inspector.read);
+    // A crashed page answers nothing more.
+    const ask = (fn) => (failed ? page.evaluate(fn).catch(() => null) : page.evaluate(fn));
+    out.totalRead = await ask(() => window.inspector.read);
     // The page's JavaScript heap now (Chromium's performance.memory; a
     // worker has none), to tell it from the rest.
-    out.pageHeap = await page.evaluate(() => ({ used: performance.memory?.usedJSHeapSize ?? null, total: performance.memory?.totalJSHeapSize ?? null }));
+    out.pageHeap = await ask(() => ({ used: performance.memory?.usedJSHeapSize ?? null, total: performance.memory?.totalJSHeapSize ?? null }));
     // What stays after a full garbage collection of the page and of its
     // workers: the peak above is mostly garbage V8 had not collected yet.
     mem.mark('gc');

@@ -8,14 +8,21 @@
 //   bytes streamed in so that the file is about GIB GiB;
 // - objects-4g/: a directory object store of 100,000 small objects (1 to
 //   16 KiB of incompressible bytes, added as a directory tree) and 4 large
-//   ones streamed from stdin and packed, together about GIB GiB.
+//   ones streamed from stdin and packed, together about GIB GiB;
+// - sqlite-1m.db: the peer's (sql.js) SQLite database of the tree store's
+//   999,996 small pairs (`kv(k TEXT PRIMARY KEY, v BLOB) WITHOUT ROWID`),
+//   written by sql.js itself in Node in one transaction;
+// - sqlite-<G>g.db: that database plus the tree store's 4 large keys, with
+//   the first bytes of the same values, so that it is just over G GiB
+//   (python3's sqlite3 adds them: sql.js in Node would hold the file in
+//   memory twice).
 //
 // Incompressible bytes are an AES-128-CTR keystream, so the stores take the
 // space they say and every run of this file writes the same ones.
 import { spawn } from 'node:child_process';
 import { createCipheriv } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 
 export const TREE_KEYS = 1_000_000;
 export const LARGE_VALUES = 4;
@@ -37,14 +44,14 @@ function keystream(stream, offset, len) {
   return createCipheriv('aes-128-ctr', key, iv).update(Buffer.alloc(len));
 }
 
-/** Runs the CLI with stdin fed by `feed(stdin)` (or closed); returns stdout. */
+/** Runs a program (the CLI) with stdin fed by `feed(stdin)` (or closed); returns stdout. */
 function run(cli, args, feed) {
   return new Promise((ok, fail) => {
     const p = spawn(cli, args, { stdio: [feed ? 'pipe' : 'ignore', 'pipe', 'inherit'] });
     const out = [];
     p.stdout.on('data', (b) => out.push(b));
     p.on('error', fail);
-    p.on('exit', (code) => (code === 0 ? ok(Buffer.concat(out).toString()) : fail(new Error(`bale ${args.join(' ')} exited with ${code}`))));
+    p.on('exit', (code) => (code === 0 ? ok(Buffer.concat(out).toString()) : fail(new Error(`${basename(cli)} ${args.map((a) => (a.length > 80 ? '…' : a)).join(' ')} exited with ${code}`))));
     if (feed) {
       p.stdin.on('error', fail);
       feed(p.stdin).catch(fail);
@@ -56,10 +63,15 @@ async function write(stdin, chunk) {
   if (!stdin.write(chunk)) await new Promise((r) => stdin.once('drain', r));
 }
 
-/** Streams `len` bytes of keystream `stream` into stdin, 4 MiB at a time. */
+/** Writes `len` bytes of keystream `stream` into stdin, 4 MiB at a time. */
+async function writeKeystream(stdin, stream, len) {
+  for (let off = 0; off < len; off += 4 * MiB) await write(stdin, keystream(stream, off, Math.min(4 * MiB, len - off)));
+}
+
+/** Streams `len` bytes of keystream `stream` into stdin, then closes it. */
 function streamBytes(stream, len) {
   return async (stdin) => {
-    for (let off = 0; off < len; off += 4 * MiB) await write(stdin, keystream(stream, off, Math.min(4 * MiB, len - off)));
+    await writeKeystream(stdin, stream, len);
     stdin.end();
   };
 }
@@ -160,5 +172,97 @@ export async function objectStore(dir, cli, gib) {
   const desc = { ...want, objects: stat.objects ?? null, largeBytes: largeLen, fileBytes: treeBytes(path), writeSeconds: Number(seconds(t0)) };
   writeFileSync(descPath, `${JSON.stringify(desc, null, 2)}\n`);
   console.log(`wrote ${path} (${desc.fileBytes.toLocaleString('en-US')} bytes in its files) in ${desc.writeSeconds} s`);
+  return { path, ...desc };
+}
+
+export const SQLITE_SCHEMA = 'CREATE TABLE kv(k TEXT PRIMARY KEY, v BLOB) WITHOUT ROWID';
+
+/**
+ * The SQLite database of the tree store's small pairs, for sql.js (the
+ * peer): { path, fileBytes, pairs, ... }. `SQL` is sql.js, initialised in
+ * Node; it builds the database in memory and exports it, as a sql.js
+ * user would.
+ */
+export async function sqliteStore(dir, SQL) {
+  const path = join(dir, 'sqlite-1m.db');
+  const descPath = `${path}.json`;
+  const want = { version: DESCRIPTION_VERSION, pairs: SMALL_PAIRS, schema: SQLITE_SCHEMA };
+  const have = reusable(path, descPath, want);
+  if (have && statSync(path).size === have.fileBytes) return { path, ...have };
+  rmSync(path, { force: true });
+  rmSync(descPath, { force: true });
+  mkdirSync(dir, { recursive: true });
+  const t0 = performance.now();
+  console.log(`writing ${path}: ${SMALL_PAIRS.toLocaleString('en-US')} small pairs (sql.js in Node)…`);
+  const db = new SQL.Database();
+  let bytes;
+  try {
+    db.run(SQLITE_SCHEMA);
+    db.run('BEGIN');
+    const put = db.prepare('INSERT INTO kv VALUES (?, ?)');
+    for (let i = 0; i < SMALL_PAIRS; i++) put.run([smallKey(i), Buffer.from(smallValue(i))]);
+    put.free();
+    db.run('COMMIT');
+    bytes = db.export();
+  } finally {
+    db.close();
+  }
+  writeFileSync(`${path}.tmp`, bytes);
+  renameSync(`${path}.tmp`, path);
+  const desc = { ...want, fileBytes: statSync(path).size, writeSeconds: Number(seconds(t0)) };
+  writeFileSync(descPath, `${JSON.stringify(desc, null, 2)}\n`);
+  console.log(`wrote ${path} (${desc.fileBytes.toLocaleString('en-US')} bytes) in ${desc.writeSeconds} s`);
+  return { path, ...desc };
+}
+
+/** Adds rows (argv: the database, the value length, the keys) whose values are read from stdin. */
+const ADD_VALUES_PY = `
+import sqlite3, sys
+path, length, keys = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+db = sqlite3.connect(path)
+with db:
+    for key in keys:
+        value = sys.stdin.buffer.read(length)
+        if len(value) != length:
+            sys.exit(f"{key}: {len(value)} bytes on stdin, not {length}")
+        db.execute("INSERT INTO kv VALUES (?, ?)", (key, value))
+db.close()
+`;
+
+/**
+ * The SQLite database of just over GIB GiB: the small pairs' database plus
+ * the tree store's large keys, each with the first bytes of its value
+ * there (the same keystream). It shows what sql.js, which holds the whole
+ * file in memory, does with a file that large (2 GiB: Chromium reads no
+ * File or response that large into an ArrayBuffer, so sql.js gets no bytes
+ * to open).
+ */
+export async function sqliteLargeStore(dir, small, gib) {
+  const path = join(dir, `sqlite-${gib}g.db`);
+  const descPath = `${path}.json`;
+  // Rounded up, so that the file is over GIB GiB; SQLite keeps a value under 1e9 bytes (SQLITE_MAX_LENGTH).
+  const largeLen = Math.min(Math.floor(1e9 / MiB) * MiB, Math.max(MiB, Math.ceil((gib * GiB - small.fileBytes) / LARGE_VALUES / MiB) * MiB));
+  const want = { version: DESCRIPTION_VERSION, pairs: SMALL_PAIRS, largeValues: LARGE_VALUES, largeBytes: largeLen, gib, schema: SQLITE_SCHEMA };
+  const have = reusable(path, descPath, want);
+  if (have && statSync(path).size === have.fileBytes) return { path, ...have };
+  rmSync(path, { force: true });
+  rmSync(descPath, { force: true });
+  const t0 = performance.now();
+  const keys = Array.from({ length: LARGE_VALUES }, (_, i) => largeKey(i));
+  console.log(`writing ${path}: ${keys.join(', ')} (${largeLen / MiB} MiB each, python3's sqlite3) beside the small pairs…`);
+  const tmp = `${path}.tmp`;
+  copyFileSync(small.path, tmp);
+  try {
+    await run('python3', ['-c', ADD_VALUES_PY, tmp, String(largeLen), ...keys], async (stdin) => {
+      for (let i = 0; i < LARGE_VALUES; i++) await writeKeystream(stdin, i + 1, largeLen);
+      stdin.end();
+    });
+    renameSync(tmp, path);
+  } finally {
+    rmSync(tmp, { force: true });
+  }
+  const desc = { ...want, fileBytes: statSync(path).size, writeSeconds: Number(seconds(t0)) };
+  writeFileSync(descPath, `${JSON.stringify(desc, null, 2)}\n`);
+  console.log(`wrote ${path} (${desc.fileBytes.toLocaleString('en-US')} bytes) in ${desc.writeSeconds} s`);
   return { path, ...desc };
 }

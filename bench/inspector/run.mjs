@@ -5,14 +5,30 @@
 // in under 50 ms; under 256 MiB of memory for any file size (against the
 // corpus's 2,000-key store); and a ~4 GiB object store picked as a folder
 // and opened by `?url=` (its folder's URL).
-// Prints a table, and appends one JSON line per case to
+// Beside it, the peer a user would otherwise pick to look into a database
+// file in a browser: sql.js (SQLite compiled to wasm, bench/inspector/sqljs,
+// in a Web Worker too), which reads the whole file into memory. It opens a
+// SQLite database of the same small pairs (sqljs-file, sqljs-url: the file
+// picked, and fetched by URL, to its first page of 50 keys shown), pages
+// and seeks by key the same way, and tries a database of just over
+// SQLJS_GIB GiB holding all the tree store's keys (sqljs-large-file,
+// sqljs-large-url), its failure recorded if it fails (at 2 GiB: Chromium
+// reads no File from 2 GiB - 2 MiB on, nor a response about that large,
+// into an ArrayBuffer, so sql.js gets no bytes to open). The tables end
+// with bale / sql.js ratios for the same keys. sql.js writes its database
+// in Node; python3's sqlite3 adds the large values.
+// Prints the tables, and appends one JSON line per case to
 // bench/results/inspector-<date>.jsonl. `make bench-inspector` runs it.
 //
-// Settings (environment): INSPECTOR_GIB (4), OPENS (5 per case), PAGES
-// (200 Next presses), SEEKS (200), CASES (comma-separated names, default
-// all), INSPECTOR_WORK (bench/work/inspector), BALE_CLI (the release CLI
-// under $CARGO_TARGET_DIR), CHROMIUM (/usr/bin/chromium), RESULTS (the
-// JSON lines file).
+// Cases: tree-small-file, tree-file, tree-url, objects-small-folder,
+// objects-folder, objects-url, sqljs-file, sqljs-url, sqljs-large-file,
+// sqljs-large-url.
+// Settings (environment): INSPECTOR_GIB (4), SQLJS_GIB (2), OPENS (5 per
+// case), PAGES (200 Next presses), SEEKS (200), CASES (comma-separated
+// names, default all), INSPECTOR_WORK (bench/work/inspector), BALE_CLI (the
+// release CLI under $CARGO_TARGET_DIR), CHROMIUM (/usr/bin/chromium),
+// RESULTS (the JSON lines file), FAIL_AFTER_MS (300000: how long an open
+// that may fail is waited for).
 import { execFileSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -22,7 +38,7 @@ import { fileURLToPath } from 'node:url';
 
 import { runCase } from './cases.mjs';
 import { LIMITS, report } from './report.mjs';
-import { SMALL_PAIRS, TREE_KEYS, largeKey, objectStore, smallKey, treeStore } from './data.mjs';
+import { SMALL_PAIRS, TREE_KEYS, largeKey, objectStore, smallKey, sqliteLargeStore, sqliteStore, treeStore } from './data.mjs';
 import { startServer } from './server.mjs';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -33,6 +49,7 @@ const CLI = process.env.BALE_CLI ?? join(TARGET, 'release/bale');
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const WORK = resolve(REPO, process.env.INSPECTOR_WORK ?? 'bench/work/inspector');
 const GIB = Number(process.env.INSPECTOR_GIB ?? 4);
+const SQLJS_GIB = Number(process.env.SQLJS_GIB ?? 2);
 const OPENS = Number(process.env.OPENS ?? 5);
 const PAGES = Number(process.env.PAGES ?? 200);
 const SEEKS = Number(process.env.SEEKS ?? 200);
@@ -51,7 +68,12 @@ for (const [what, path, fix] of [
     process.exit(1);
   }
 }
-const { chromium } = createRequire(join(WASM, 'package.json'))('playwright-core');
+const requireDev = createRequire(join(WASM, 'package.json'));
+const { chromium } = requireDev('playwright-core');
+// sql.js: in Node to write its database, its dist folder served to the peer's page.
+const initSqlJs = requireDev('sql.js');
+const SQLJS_DIST = dirname(requireDev.resolve('sql.js'));
+const SQLJS_VERSION = JSON.parse(readFileSync(join(SQLJS_DIST, '../package.json'), 'utf8')).version;
 
 const git = (...args) => execFileSync('git', args, { cwd: REPO, encoding: 'utf8' }).trim();
 const commit = git('rev-parse', '--short', 'HEAD');
@@ -70,11 +92,17 @@ const smallObjects = manifest.cases.find((c) => c.id === 'objects-blake3') ?? ma
 const want = (name) => !CASES || CASES.includes(name);
 const tree = want('tree-file') || want('tree-url') ? await treeStore(WORK, CLI, GIB) : null;
 const objects = want('objects-folder') || want('objects-url') ? await objectStore(WORK, CLI, GIB) : null;
+const large = want('sqljs-large-file') || want('sqljs-large-url');
+const sqlite = want('sqljs-file') || want('sqljs-url') || large ? await sqliteStore(WORK, await initSqlJs()) : null;
+const sqliteLarge = large ? await sqliteLargeStore(WORK, sqlite, SQLJS_GIB) : null;
 // The big store's keys in order: the small pairs, then the large values.
 const treeKeys = { count: TREE_KEYS, at: (i) => (i < SMALL_PAIRS ? smallKey(i) : largeKey(i - SMALL_PAIRS)) };
+const smallKeys = { count: SMALL_PAIRS, at: smallKey };
 
 const server = await startServer([
   ['/data/', WORK],
+  ['/sqljs/dist/', SQLJS_DIST],
+  ['/sqljs/', join(REPO, 'bench/inspector/sqljs')],
   ['/', WASM],
 ]);
 const ctx = { chromium, chromiumPath: CHROMIUM, flags: FLAGS, server, log };
@@ -85,6 +113,11 @@ const cases = [
   smallObjects && { name: 'objects-small-folder', store: 'objects', source: 'folder', path: join(CORPUS, smallObjects.file), keys: null },
   objects && { name: 'objects-folder', store: 'objects', source: 'folder', path: objects.path, meta: objects, keys: null },
   objects && { name: 'objects-url', store: 'objects', source: 'url', url: `${server.base}/data/${relative(WORK, objects.path)}/`, file: objects.path, meta: objects, keys: null },
+  // The peer, sql.js, on the same small pairs.
+  sqlite && { name: 'sqljs-file', store: 'sqlite', peer: 'sql.js', page: '/sqljs/index.html', source: 'file', path: sqlite.path, meta: sqlite, keys: smallKeys },
+  sqlite && { name: 'sqljs-url', store: 'sqlite', peer: 'sql.js', page: '/sqljs/index.html', source: 'url', url: `${server.base}/data/${relative(WORK, sqlite.path)}`, file: sqlite.path, meta: sqlite, keys: smallKeys },
+  sqliteLarge && { name: 'sqljs-large-file', store: 'sqlite', peer: 'sql.js', page: '/sqljs/index.html', source: 'file', path: sqliteLarge.path, meta: sqliteLarge, keys: treeKeys, mayFail: true },
+  sqliteLarge && { name: 'sqljs-large-url', store: 'sqlite', peer: 'sql.js', page: '/sqljs/index.html', source: 'url', url: `${server.base}/data/${relative(WORK, sqliteLarge.path)}`, file: sqliteLarge.path, meta: sqliteLarge, keys: treeKeys, mayFail: true },
 ].filter((c) => c && want(c.name));
 
 const results = [];
@@ -98,6 +131,7 @@ try {
       bench: 'inspector',
       ...r,
       store: c.store,
+      ...(c.peer ? { peer: c.peer, peerVersion: SQLJS_VERSION } : {}),
       file: relative(REPO, c.path ?? c.file),
       fileBytes: meta?.fileBytes ?? r.summary?.fileBytes ?? null,
       keys: keys?.count ?? null,
