@@ -50,8 +50,13 @@ lint-windows: windows-tools
 
 # Every test of the core and the CLI (unit and integration) as Windows
 # binaries under Wine.
-# Doc tests run in the native build only.
+# Doc tests run in the native build only. One wineserver serves the whole
+# run (-p: it stays until -k). Left to itself it exits a few seconds after
+# each test binary; a binary once failed at its start with "wine client
+# error:0: recvmsg: Connection reset by peer", most likely started while
+# the server was exiting.
 test-windows: $(WIN_READY)
-	WINEPREFIX=$(WINEPREFIX) CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=wine \
-		$(CARGO) test --target $(WIN_TRIPLE) -p bale -p bale-cli --tests --locked
-	WINEPREFIX=$(WINEPREFIX) wineserver -k || true
+	WINEPREFIX=$(WINEPREFIX) wineserver -p
+	@status=0; WINEPREFIX=$(WINEPREFIX) CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=wine \
+		$(CARGO) test --target $(WIN_TRIPLE) -p bale -p bale-cli --tests --locked || status=$$?; \
+	WINEPREFIX=$(WINEPREFIX) wineserver -k || true; exit $$status
