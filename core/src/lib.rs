@@ -12,6 +12,7 @@ pub mod error;
 pub mod format;
 pub mod io;
 pub mod objects;
+pub mod remote;
 
 pub use btree::{Options, ReadOps, ReadTxn, Store, WriteTxn};
 pub use error::{Error, ErrorKind, Result};
