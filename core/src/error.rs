@@ -114,6 +114,12 @@ impl Error {
         self
     }
 
+    /// The same error, its message prefixed with where it happened.
+    pub(crate) fn with_context(mut self, at: &str) -> Error {
+        self.message = format!("{at}: {}", self.message);
+        self
+    }
+
     pub(crate) fn corrupt(message: impl Into<String>) -> Error {
         Error::new(ErrorKind::Corrupt, message)
     }

@@ -19,6 +19,10 @@ pub enum FileKind {
     Pack,
     /// An immutable sorted table.
     Bitable,
+    /// A remote's manifest (the one mutable object in its bucket).
+    RemoteManifest,
+    /// The index of one pack in a remote.
+    RemoteIndex,
 }
 
 impl FileKind {
@@ -28,6 +32,8 @@ impl FileKind {
             FileKind::ObjectConfig => *b"OBJS",
             FileKind::Pack => *b"PACK",
             FileKind::Bitable => *b"BTBL",
+            FileKind::RemoteManifest => *b"RMAN",
+            FileKind::RemoteIndex => *b"RIDX",
         }
     }
 
@@ -37,6 +43,8 @@ impl FileKind {
             FileKind::ObjectConfig => "object store config",
             FileKind::Pack => "object store pack",
             FileKind::Bitable => "bitable",
+            FileKind::RemoteManifest => "remote manifest",
+            FileKind::RemoteIndex => "remote pack index",
         }
     }
 
@@ -46,6 +54,8 @@ impl FileKind {
             b"OBJS" => Some(FileKind::ObjectConfig),
             b"PACK" => Some(FileKind::Pack),
             b"BTBL" => Some(FileKind::Bitable),
+            b"RMAN" => Some(FileKind::RemoteManifest),
+            b"RIDX" => Some(FileKind::RemoteIndex),
             _ => None,
         }
     }

@@ -11,7 +11,7 @@ use super::chunker::{ChunkPipe, Out};
 use super::entry::{Area, Entry, FLAG_MEMBER, FLAG_OBJECT, Location, PackInfo, entry_key, pack_key, record_key};
 use super::hash::ObjectId;
 use super::pack_writer::{PackWriter, pack_infos};
-use super::record::{RecordKind, encode_parts};
+use super::record::{RecordHeader, RecordKind, encode_parts};
 use super::staging::Staging;
 use super::store::{BatchMark, ObjectStore, PackerRole, guard};
 use crate::btree::{ReadOps, ReadTxn, WriteTxn};
@@ -309,43 +309,68 @@ impl Batch {
         size: u64,
     ) -> Result<()> {
         let mut scratch = std::mem::take(&mut self.scratch);
-        let parts = encode_parts(kind, id, level, payload, self.store.compression(), &mut scratch);
-        let r = parts.and_then(|(h, head, body)| {
-            let loc = match &mut self.sink {
-                Sink::Dir { target: Target::Pack { writer, .. }, .. } => writer.append(&head, body)?,
-                Sink::Dir { target: Target::Staging(staging), .. } => {
-                    let s = match staging {
-                        Some(s) => s.clone(),
-                        None => {
-                            let s = current_staging(&self.store)?;
-                            *staging = Some(s.clone());
-                            s
-                        }
-                    };
-                    let mut st = guard(&s);
-                    let offset = match st.append(&head, body) {
-                        Ok(o) => o,
-                        Err(e) => {
-                            // The file's tail is unknown now: retire it.
-                            drop(st);
-                            retire(&self.store, &s);
-                            return Err(e);
-                        }
-                    };
-                    Location { area: Area::Staging, file: st.number, offset }
-                }
-                Sink::Tree(txn) => {
-                    let mut rec = Vec::with_capacity(head.len() + body.len());
-                    rec.extend_from_slice(&head);
-                    rec.extend_from_slice(body);
-                    txn.put(&record_key(&id), &rec)?;
-                    Location { area: Area::Inline, file: 0, offset: 0 }
-                }
-            };
-            Ok(Entry::new(flags, &h, loc, size))
-        });
+        let r = encode_parts(kind, id, level, payload, self.store.compression(), &mut scratch)
+            .and_then(|(h, head, body)| self.append_record(&h, &head, body, flags, size));
         self.scratch = scratch;
-        let e = r?;
+        r
+    }
+
+    /// Stores a record that arrived whole and was verified (a remote's):
+    /// written as it is, unless this store has the id already.
+    pub(crate) fn put_verified(&mut self, h: &RecordHeader, stored: &[u8], flags: u8, size: u64) -> Result<bool> {
+        self.store.check_open()?;
+        match self.known(&h.id)? {
+            Some(f) if f & flags == flags => Ok(false),
+            // Content kept only as a chunk gets the blob record (as in put_content).
+            Some(f) if flags & FLAG_OBJECT != 0 && h.kind == RecordKind::Blob => {
+                self.append_record(h, &h.encode(), stored, flags | f, size)?;
+                Ok(true)
+            }
+            Some(_) => self.mark(h.id, flags).map(|()| false),
+            None => {
+                self.append_record(h, &h.encode(), stored, flags, size)?;
+                if flags & FLAG_OBJECT != 0 {
+                    self.objects += 1;
+                }
+                Ok(true)
+            }
+        }
+    }
+
+    fn append_record(&mut self, h: &RecordHeader, head: &[u8], body: &[u8], flags: u8, size: u64) -> Result<()> {
+        let id = h.id;
+        let loc = match &mut self.sink {
+            Sink::Dir { target: Target::Pack { writer, .. }, .. } => writer.append(head, body)?,
+            Sink::Dir { target: Target::Staging(staging), .. } => {
+                let s = match staging {
+                    Some(s) => s.clone(),
+                    None => {
+                        let s = current_staging(&self.store)?;
+                        *staging = Some(s.clone());
+                        s
+                    }
+                };
+                let mut st = guard(&s);
+                let offset = match st.append(head, body) {
+                    Ok(o) => o,
+                    Err(e) => {
+                        // The file's tail is unknown now: retire it.
+                        drop(st);
+                        retire(&self.store, &s);
+                        return Err(e);
+                    }
+                };
+                Location { area: Area::Staging, file: st.number, offset }
+            }
+            Sink::Tree(txn) => {
+                let mut rec = Vec::with_capacity(head.len() + body.len());
+                rec.extend_from_slice(head);
+                rec.extend_from_slice(body);
+                txn.put(&record_key(&id), &rec)?;
+                Location { area: Area::Inline, file: 0, offset: 0 }
+            }
+        };
+        let e = Entry::new(flags, h, loc, size);
         self.bytes += e.record_len();
         match &mut self.sink {
             Sink::Dir { pending, .. } => {

@@ -36,6 +36,11 @@ pub trait Dir: Send + Sync {
     fn list(&self, sub: &str) -> Result<Vec<String>>;
     fn exists(&self, name: &str) -> Result<bool>;
     fn create_dir(&self, sub: &str) -> Result<()>;
+    /// Removes an empty subdirectory. Directories whose folders are only
+    /// name prefixes (in memory, over HTTP) have nothing to remove.
+    fn remove_dir(&self, _sub: &str) -> Result<()> {
+        Ok(())
+    }
     fn remove(&self, name: &str) -> Result<()>;
     fn truncate(&self, name: &str, len: u64) -> Result<()>;
     fn rename(&self, from: &str, to: &str) -> Result<()>;
@@ -255,6 +260,11 @@ mod fs {
         fn remove(&self, name: &str) -> Result<()> {
             let p = self.path(name);
             std::fs::remove_file(&p).map_err(|e| io_err(&p, "remove", e))
+        }
+
+        fn remove_dir(&self, sub: &str) -> Result<()> {
+            let p = self.path(sub);
+            std::fs::remove_dir(&p).map_err(|e| io_err(&p, "remove", e))
         }
 
         fn truncate(&self, name: &str, len: u64) -> Result<()> {

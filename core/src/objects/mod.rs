@@ -15,6 +15,7 @@ mod inspect;
 mod pack;
 mod pack_writer;
 mod problem;
+mod raw;
 mod read;
 pub mod record;
 mod report;
@@ -35,10 +36,10 @@ pub use hash::{HashKind, ObjectId};
 pub use inspect::{ChunkInfo, FileUsage, MAX_CHUNKS_LISTED, ObjectOverview};
 pub use pack::Progress;
 pub use problem::ObjectProblem;
+pub use raw::{VerifiedRecord, verify_record};
 pub use read::{ObjectMeta, ObjectReader, ObjectsInDiskOrder};
 pub use report::{AddTreeReport, CleanReport, ObjectStats, PackReport, RebuildReport, TransferReport, ValidateReport};
-// Names of temporary files beside a bitable (native only).
-#[cfg(native_fs)]
+// Names of temporary files, and the nonces of a remote's writers.
 pub(crate) use store::random_u64;
 pub use store::{ObjectOptions, ObjectStore};
 #[cfg(native_fs)]

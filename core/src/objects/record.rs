@@ -151,7 +151,8 @@ impl RecordHeader {
         Ok(out)
     }
 
-    pub fn decode_payload_into(&self, stored: &[u8], offset: u64, out: &mut Vec<u8>) -> Result<()> {
+    /// Checks the stored payload's length and checksum (not its codec).
+    pub fn check_payload_at(&self, stored: &[u8], offset: u64) -> Result<()> {
         if stored.len() != self.stored_len as usize {
             return Err(Error::corrupt(format!("record at offset {offset}: payload is truncated")));
         }
@@ -161,6 +162,11 @@ impl RecordHeader {
                 format!("record {} at offset {offset}: payload checksum mismatch; run `bale obj validate`", self.id),
             ));
         }
+        Ok(())
+    }
+
+    pub fn decode_payload_into(&self, stored: &[u8], offset: u64, out: &mut Vec<u8>) -> Result<()> {
+        self.check_payload_at(stored, offset)?;
         out.clear();
         if self.codec == CODEC_RAW {
             out.extend_from_slice(stored);

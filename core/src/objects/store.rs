@@ -528,6 +528,14 @@ impl ObjectStore {
     /// and raw payload. `NOT_FOUND` means the file was removed (the record
     /// moved): look the id up again.
     pub(crate) fn read_record(&self, id: &ObjectId, e: &Entry, out: &mut Vec<u8>) -> Result<RecordHeader> {
+        let (h, stored) = self.read_stored(id, e)?;
+        h.decode_payload_into(&stored, e.loc.offset, out).map_err(|err| in_file(err, e.loc))?;
+        Ok(h)
+    }
+
+    /// The record `entry` names as stored: its checked header and its
+    /// payload, not yet verified.
+    pub(crate) fn read_stored(&self, id: &ObjectId, e: &Entry) -> Result<(RecordHeader, Vec<u8>)> {
         let id_len = self.inner.config.hash.id_len();
         let (h, stored) = if e.loc.area == Area::Inline {
             let b = self.inner.index.get(&record_key(id))?.ok_or_else(|| {
@@ -552,8 +560,7 @@ impl ObjectStore {
                 loc_name(e.loc)
             )));
         }
-        h.decode_payload_into(&stored, e.loc.offset, out).map_err(|err| in_file(err, e.loc))?;
-        Ok(h)
+        Ok((h, stored))
     }
 }
 
@@ -600,7 +607,7 @@ pub(crate) fn loc_name(loc: Location) -> String {
 }
 
 /// Names the file in an error about its bytes.
-fn in_file(e: Error, loc: Location) -> Error {
+pub(crate) fn in_file(e: Error, loc: Location) -> Error {
     if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::Io) {
         return e;
     }

@@ -1,7 +1,25 @@
-//! Remotes: an object store's packs in an S3-compatible bucket, shared by
-//! many machines that coordinate only through the bucket's conditional
-//! writes (FORMAT.md, "Remotes").
+//! Remotes: an object store's records in packs in an S3-compatible bucket,
+//! shared by many machines that coordinate only through the bucket's
+//! conditional writes (FORMAT.md, "Remotes"). The protocol is synchronous
+//! and runs over any [`Bucket`]; the S3 client is behind the `s3` feature.
 
 pub mod bucket;
+pub mod cache;
+pub mod config;
+pub mod fault;
+mod fetch;
+mod gc;
+mod handle;
+pub mod manifest;
+pub mod pack_index;
+mod push;
 
 pub use bucket::{Bucket, Condition, Fetched, Listed, MemBucket, Written};
+pub use cache::RemoteCache;
+pub use config::{RemoteConfig, check_remote_name};
+pub use fetch::PullReport;
+pub use gc::{GcOptions, GcReport, LEASE_KEY};
+pub use handle::{Located, Remote, RemoteIndex, RemoteOptions, Traffic};
+pub use manifest::{Manifest, PackId, PackRef, Tombstone};
+pub use pack_index::{IndexEntry, PackBuilder};
+pub use push::{PushOptions, PushReport};

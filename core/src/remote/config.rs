@@ -1,0 +1,156 @@
+//! The remotes a directory store knows, by name, in `remotes/<name>/config`
+//! (FORMAT.md, "Remotes in a store"). Credentials are never stored.
+
+use std::sync::Arc;
+
+use super::cache::RemoteCache;
+use crate::error::{Error, ErrorKind, Result};
+use crate::objects::{Dir, ObjectStore};
+
+pub const REMOTES_DIR: &str = "remotes";
+
+/// Where a remote is: what `bale obj remote add` records.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RemoteConfig {
+    /// `s3://bucket/prefix`.
+    pub url: String,
+    /// An S3-compatible endpoint (`https://…`, or `http://` on a trusted
+    /// network); AWS when absent.
+    pub endpoint: Option<String>,
+    pub region: Option<String>,
+    /// Path-style requests (`endpoint/bucket/key`) instead of
+    /// virtual-hosted ones (`bucket.endpoint/key`).
+    pub path_style: bool,
+}
+
+impl RemoteConfig {
+    pub fn encode(&self) -> String {
+        let mut s = format!("url = {}\n", self.url);
+        if let Some(e) = &self.endpoint {
+            s.push_str(&format!("endpoint = {e}\n"));
+        }
+        if let Some(r) = &self.region {
+            s.push_str(&format!("region = {r}\n"));
+        }
+        s.push_str(&format!("path_style = {}\n", self.path_style));
+        s
+    }
+
+    pub fn decode(text: &str, at: &str) -> Result<RemoteConfig> {
+        let bad = |what: String| Error::corrupt(format!("{at}: {what}; fix or remove the remote"));
+        let mut c = RemoteConfig::default();
+        for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+            let (k, v) = line.split_once('=').ok_or_else(|| bad(format!("{line:?} is not `key = value`")))?;
+            let v = v.trim().to_string();
+            match k.trim() {
+                "url" => c.url = v,
+                "endpoint" => c.endpoint = Some(v),
+                "region" => c.region = Some(v),
+                "path_style" => {
+                    c.path_style = v.parse().map_err(|_| bad(format!("path_style {v:?} is not true or false")))?
+                }
+                // Written by a newer bale: kept out of the way.
+                _ => {}
+            }
+        }
+        if !c.url.starts_with("s3://") {
+            return Err(bad("no s3:// url".to_string()));
+        }
+        Ok(c)
+    }
+}
+
+/// A remote name: 1 to 64 of ASCII letters, digits, `-`, `_` and `.`, not
+/// starting with `.`.
+pub fn check_remote_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with('.')
+        && name.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "{name:?} is not a remote name: use 1 to 64 letters, digits, '-', '_' or '.', not starting with '.'"
+        )))
+    }
+}
+
+impl ObjectStore {
+    fn remotes_dir(&self) -> Result<&Arc<dyn Dir>> {
+        if self.is_single_file() {
+            return Err(Error::invalid("remotes need a directory store; a single-file store has nowhere to keep them"));
+        }
+        self.dir()
+    }
+
+    /// The names of the remotes this store knows, sorted.
+    pub fn remote_names(&self) -> Result<Vec<String>> {
+        let dir = self.remotes_dir()?;
+        if !dir.exists(REMOTES_DIR)? {
+            return Ok(Vec::new());
+        }
+        let mut names: Vec<String> =
+            dir.list(REMOTES_DIR)?.into_iter().filter(|n| check_remote_name(n).is_ok()).collect();
+        names.retain(|n| dir.exists(&format!("{REMOTES_DIR}/{n}/config")).unwrap_or(false));
+        names.sort();
+        Ok(names)
+    }
+
+    /// Records a remote under `name` (`CONFLICT` if the name is taken).
+    pub fn add_remote(&self, name: &str, config: &RemoteConfig) -> Result<RemoteCache> {
+        check_remote_name(name)?;
+        if self.remote_names()?.iter().any(|n| n == name) {
+            return Err(Error::new(
+                ErrorKind::Conflict,
+                format!("the store already has a remote {name}; remove it first"),
+            ));
+        }
+        let cache = RemoteCache::open(self.remotes_dir()?.clone(), &format!("{REMOTES_DIR}/{name}"))?;
+        cache.write("config", config.encode().as_bytes())?;
+        Ok(cache)
+    }
+
+    /// The remote `name`'s config and cache (`NOT_FOUND` if unknown).
+    pub fn remote(&self, name: &str) -> Result<(RemoteConfig, RemoteCache)> {
+        check_remote_name(name)?;
+        let cache = RemoteCache::open(self.remotes_dir()?.clone(), &format!("{REMOTES_DIR}/{name}"))?;
+        let text = cache.read("config")?.ok_or_else(|| {
+            Error::new(
+                ErrorKind::NotFound,
+                format!("the store has no remote {name}; add it with `bale obj remote add`"),
+            )
+        })?;
+        let text =
+            String::from_utf8(text).map_err(|_| Error::corrupt(format!("remotes/{name}/config is not UTF-8")))?;
+        Ok((RemoteConfig::decode(&text, &format!("remotes/{name}/config"))?, cache))
+    }
+
+    /// Forgets the remote `name` and its cache (the bucket is untouched).
+    pub fn remove_remote(&self, name: &str) -> Result<()> {
+        let (_, cache) = self.remote(name)?;
+        cache.clear()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configs_round_trip_and_bad_ones_are_refused() {
+        let c = RemoteConfig {
+            url: "s3://b/p".into(),
+            endpoint: Some("http://127.0.0.1:9000".into()),
+            region: Some("eu-west-1".into()),
+            path_style: true,
+        };
+        assert_eq!(RemoteConfig::decode(&c.encode(), "t").unwrap(), c);
+        assert_eq!(RemoteConfig::decode("url = http://x\n", "t").unwrap_err().kind(), ErrorKind::Corrupt);
+        assert_eq!(RemoteConfig::decode("nonsense\n", "t").unwrap_err().kind(), ErrorKind::Corrupt);
+        assert!(check_remote_name("origin").is_ok());
+        for bad in ["", ".hidden", "a/b", "sp ace", &"x".repeat(65)] {
+            assert!(check_remote_name(bad).is_err(), "{bad:?}");
+        }
+    }
+}

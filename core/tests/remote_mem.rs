@@ -1,0 +1,528 @@
+//! Remotes over an in-memory bucket with S3's conditional-write semantics:
+//! round trips, lazy fetch, dedup, concurrent pushers, gc and its grace
+//! periods, and injected faults (refused writes, server errors, lost
+//! replies after a write landed).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use bale::ErrorKind;
+use bale::objects::dir::FsDir;
+use bale::objects::{Config, HashKind, ObjectId, ObjectOptions, ObjectStore};
+use bale::remote::fault::{Call, Fault, FaultBucket};
+use bale::remote::manifest::MANIFEST_KEY;
+use bale::remote::{
+    Bucket, Condition, GcOptions, Manifest, MemBucket, PackBuilder, PushOptions, Remote, RemoteCache, RemoteOptions,
+};
+
+const GRACE: u64 = 60_000;
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("bale-remote-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn small() -> Config {
+    Config { chunk_min: 1024, chunk_avg: 4096, chunk_max: 16384, fanout: 16, ..Config::default() }
+}
+
+fn store(dir: &std::path::Path, name: &str) -> ObjectStore {
+    ObjectStore::open(dir.join(name), ObjectOptions { config: small(), ..ObjectOptions::create() }).unwrap()
+}
+
+fn noise(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// Small objects, some compressible, and a few chunked ones.
+fn fill(s: &ObjectStore, seed: u64) -> Vec<(ObjectId, Vec<u8>)> {
+    let mut out = Vec::new();
+    for i in 0..120u64 {
+        let data = if i % 3 == 0 {
+            format!("object {seed} {i} ").repeat(20).into_bytes()
+        } else {
+            noise(seed * 1000 + i, 50 + (i as usize * 37) % 3000)
+        };
+        out.push((s.add(&data).unwrap(), data));
+    }
+    for i in 0..3u64 {
+        let data = noise(seed * 7 + i, 150_000 + i as usize * 40_000);
+        out.push((s.add(&data).unwrap(), data));
+    }
+    out
+}
+
+fn remote(b: &Arc<MemBucket>) -> Remote {
+    let r = Remote::new(b.clone());
+    r.create(HashKind::Blake3, GRACE).unwrap();
+    r
+}
+
+fn none(_: u64, _: u64) {}
+
+#[test]
+fn push_then_pull_round_trips_every_object_byte_for_byte() {
+    let d = tmp("roundtrip");
+    let a = store(&d, "a");
+    let objects = fill(&a, 1);
+    let bucket = Arc::new(MemBucket::new("rt"));
+    let r = remote(&bucket);
+    let pushed = r.push(&a, &PushOptions::default(), &mut none).unwrap();
+    assert_eq!(pushed.objects_sent, objects.len() as u64);
+    assert_eq!(pushed.generation, 1);
+    assert_eq!(pushed.attempts, 1);
+    let again = r.push(&a, &PushOptions::default(), &mut none).unwrap();
+    assert_eq!((again.objects_sent, again.records_sent, again.packs.len()), (0, 0, 0));
+    assert_eq!(again.objects_present, objects.len() as u64);
+
+    let b = store(&d, "b");
+    let pulled = Remote::new(bucket.clone()).pull(&b, &mut none).unwrap();
+    assert_eq!(pulled.objects_fetched, objects.len() as u64);
+    for (id, data) in &objects {
+        assert_eq!(&b.get(id).unwrap(), data, "{id}");
+        assert_eq!(&b.get_verified(id).unwrap(), data);
+    }
+    assert!(b.validate(100.0, &mut none).unwrap().problems.is_empty());
+    let twice = Remote::new(bucket.clone()).pull(&b, &mut none).unwrap();
+    assert_eq!((twice.objects_fetched, twice.records_fetched, twice.reads), (0, 0, 0));
+}
+
+#[test]
+fn small_packs_and_multipart_uploads_hold_the_same_bytes() {
+    let d = tmp("packs");
+    let a = store(&d, "a");
+    let objects = fill(&a, 2);
+    let bucket = Arc::new(MemBucket::new("packs"));
+    let opts = RemoteOptions {
+        pack_target: 64 << 10,
+        multipart_above: 32 << 10,
+        part_size: 16 << 10,
+        ..RemoteOptions::default()
+    };
+    let r = remote(&bucket).with_options(opts);
+    let pushed = r.push(&a, &PushOptions::default(), &mut none).unwrap();
+    assert!(pushed.packs.len() > 4, "{} packs", pushed.packs.len());
+    assert_eq!(bucket.open_uploads(), 0);
+    let b = store(&d, "b");
+    Remote::new(bucket.clone()).pull(&b, &mut none).unwrap();
+    for (id, data) in &objects {
+        assert_eq!(&b.get(id).unwrap(), data);
+    }
+}
+
+#[test]
+fn a_lazy_clone_fetches_only_what_one_object_needs() {
+    let d = tmp("lazy");
+    let a = store(&d, "a");
+    let objects = fill(&a, 3);
+    let bucket = Arc::new(MemBucket::new("lazy"));
+    remote(&bucket).push(&a, &PushOptions::default(), &mut none).unwrap();
+    let total: u64 = bucket.list("packs/").unwrap().iter().map(|l| l.size).sum();
+
+    let b = store(&d, "b");
+    let cache = RemoteCache::open(Arc::new(FsDir::new(d.join("b"))), "remotes/origin").unwrap();
+    let lazy = Remote::new(bucket.clone()).with_cache(cache);
+    lazy.known_index().unwrap();
+    let (big, data) = objects.last().unwrap();
+    let before = lazy.traffic();
+    assert_eq!(&lazy.get(&b, big).unwrap(), data);
+    let t = lazy.traffic();
+    assert!(b.has(big).unwrap());
+    assert!(!b.has(&objects[0].0).unwrap(), "a lazy fetch copies only what was asked for");
+    let got = t.bytes_received - before.bytes_received;
+    assert!(got >= data.len() as u64 / 2 && got < total / 2, "{got} of {total}");
+    // A second read is local.
+    assert_eq!(&lazy.get(&b, big).unwrap(), data);
+    assert_eq!(lazy.traffic().requests, t.requests);
+    // The cached index survives a new handle: no manifest request needed.
+    let cache = RemoteCache::open(Arc::new(FsDir::new(d.join("b"))), "remotes/origin").unwrap();
+    let again = Remote::new(bucket.clone()).with_cache(cache);
+    let (small_id, small_data) = &objects[5];
+    assert_eq!(&again.get(&b, small_id).unwrap(), small_data);
+    assert_eq!(again.traffic().requests, 1, "one range read, nothing else");
+    let missing = HashKind::Blake3.hash(b"never stored");
+    assert_eq!(again.get(&b, &missing).unwrap_err().kind(), ErrorKind::NotFound);
+}
+
+#[test]
+fn a_one_percent_edit_pushes_about_one_percent() {
+    let d = tmp("edit");
+    let a = store(&d, "a");
+    let mut data = noise(9, 4 << 20);
+    let bucket = Arc::new(MemBucket::new("edit"));
+    let r = remote(&bucket);
+    a.add(&data).unwrap();
+    let first = r.push(&a, &PushOptions::default(), &mut none).unwrap();
+    let mid = data.len() / 2;
+    let span = data.len() / 100;
+    for b in &mut data[mid..mid + span] {
+        *b ^= 0x5a;
+    }
+    let id = a.add(&data).unwrap();
+    let second = r.push(&a, &PushOptions::default(), &mut none).unwrap();
+    assert_eq!(second.objects_sent, 1);
+    assert!(second.bytes_sent * 100 < first.bytes_sent * 4, "{} after {}", second.bytes_sent, first.bytes_sent);
+    let b = store(&d, "b");
+    assert_eq!(Remote::new(bucket.clone()).get(&b, &id).unwrap(), data);
+}
+
+#[test]
+fn concurrent_pushers_all_land() {
+    let d = tmp("concurrent");
+    let bucket = Arc::new(MemBucket::new("many"));
+    remote(&bucket);
+    let shared = noise(77, 100_000);
+    let all: Vec<Vec<(ObjectId, Vec<u8>)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..6u64)
+            .map(|w| {
+                let (d, bucket, shared) = (&d, &bucket, &shared);
+                s.spawn(move || {
+                    let st = store(d, &format!("w{w}"));
+                    let mut objs = fill(&st, 100 + w);
+                    objs.push((st.add(shared).unwrap(), shared.clone()));
+                    let r = Remote::new(bucket.clone());
+                    let rep = r
+                        .push(
+                            &st,
+                            &PushOptions { refs: vec![(format!("w{w}"), objs[0].0)], ..Default::default() },
+                            &mut none,
+                        )
+                        .unwrap();
+                    assert!(rep.attempts >= 1);
+                    objs
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let (m, _) = Remote::new(bucket.clone()).manifest().unwrap();
+    assert_eq!(m.generation, 6, "each push committed exactly once");
+    assert_eq!(m.refs.len(), 6);
+    let b = store(&d, "reader");
+    Remote::new(bucket.clone()).pull(&b, &mut none).unwrap();
+    for objs in &all {
+        for (id, data) in objs {
+            assert_eq!(&b.get(id).unwrap(), data);
+        }
+    }
+}
+
+#[test]
+fn lost_replies_refusals_and_server_errors_are_settled() {
+    let d = tmp("faults");
+    let a = store(&d, "a");
+    let objects = fill(&a, 4);
+    let inner = Arc::new(MemBucket::new("faults"));
+    remote(&inner);
+    // The first manifest PUT lands but its reply is lost; the second is
+    // refused by a busy server (409); the third fails with a 500.
+    let n = Arc::new(AtomicU32::new(0));
+    let seen = n.clone();
+    let faulty = FaultBucket::new(inner.clone(), move |call, key| {
+        if call == Call::Put && key == MANIFEST_KEY {
+            return match seen.fetch_add(1, Ordering::SeqCst) {
+                0 => Fault::FailAfter,
+                _ => Fault::Pass,
+            };
+        }
+        Fault::Pass
+    });
+    let r = Remote::new(Arc::new(faulty));
+    let rep = r.push(&a, &PushOptions::default(), &mut none).unwrap();
+    assert_eq!(rep.generation, 1, "the landed commit is found by its nonce, not made twice");
+    assert_eq!(n.load(Ordering::SeqCst), 1);
+
+    let second = store(&d, "second");
+    let extra = second.add(b"one more object").unwrap();
+    let n = Arc::new(AtomicU32::new(0));
+    let seen = n.clone();
+    let faulty = FaultBucket::new(inner.clone(), move |call, key| match (call, key == MANIFEST_KEY) {
+        (Call::Put, true) => match seen.fetch_add(1, Ordering::SeqCst) {
+            0 => Fault::Refuse,
+            1 => Fault::FailBefore,
+            _ => Fault::Pass,
+        },
+        _ => Fault::Pass,
+    });
+    let rep = Remote::new(Arc::new(faulty)).push(&second, &PushOptions::default(), &mut none).unwrap();
+    assert_eq!((rep.generation, rep.attempts), (2, 3));
+    let b = store(&d, "b");
+    Remote::new(inner.clone()).pull(&b, &mut none).unwrap();
+    for (id, data) in &objects {
+        assert_eq!(&b.get(id).unwrap(), data);
+    }
+    assert_eq!(b.get(&extra).unwrap(), b"one more object");
+}
+
+#[test]
+fn a_failed_pack_upload_fails_the_push_and_leaves_no_commit() {
+    let d = tmp("upload-fail");
+    let a = store(&d, "a");
+    fill(&a, 5);
+    let inner = Arc::new(MemBucket::new("upfail"));
+    remote(&inner);
+    let faulty = FaultBucket::new(inner.clone(), |call, key| {
+        if call == Call::Put && key.ends_with(".idx") { Fault::FailBefore } else { Fault::Pass }
+    });
+    let e = Remote::new(Arc::new(faulty)).push(&a, &PushOptions::default(), &mut none).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Io);
+    let (m, _) = Remote::new(inner.clone()).manifest().unwrap();
+    assert_eq!((m.generation, m.packs.len()), (0, 0));
+    // The pack sent is an orphan: gc removes it once it is a grace period old.
+    let r = Remote::new(inner.clone());
+    assert!(r.gc(&GcOptions::default()).unwrap().orphans_deleted.is_empty());
+    inner.advance_clock(GRACE);
+    let g = r.gc(&GcOptions::default()).unwrap();
+    assert_eq!(g.orphans_deleted.len(), 1);
+    assert!(inner.list("packs/").unwrap().is_empty());
+}
+
+/// Commits a second pack with the same records as the first, as two
+/// pushes racing with the same objects would.
+fn duplicate_first_pack(bucket: &Arc<MemBucket>) -> bale::remote::PackId {
+    let r = Remote::new(bucket.clone());
+    let (m, etag) = r.manifest().unwrap();
+    let first = m.packs[0];
+    let bytes = bucket.get(&first.id.pack_key()).unwrap().unwrap().bytes;
+    let entries = r.pack_index(&m, &first).unwrap();
+    let mut b = PackBuilder::new(&m.remote_id, 4242);
+    for e in &entries {
+        let rec = &bytes[e.offset as usize..(e.offset + e.record_len()) as usize];
+        let h = bale::objects::record::RecordHeader::decode(rec, 32, 0).unwrap();
+        b.push(&h, &rec[64..], e.flags, e.size);
+    }
+    let built = b.finish(&m.remote_id, m.hash);
+    bucket.put(&built.pack.id.pack_key(), &built.bytes, Condition::IfAbsent).unwrap();
+    bucket.put(&built.pack.id.index_key(), &built.index, Condition::IfAbsent).unwrap();
+    let mut next = m.clone();
+    next.generation += 1;
+    next.packs.push(built.pack);
+    bucket.put(MANIFEST_KEY, &next.encode(), Condition::IfMatch(&etag)).unwrap();
+    built.pack.id
+}
+
+#[test]
+fn gc_tombstones_duplicate_packs_and_deletes_them_a_grace_period_later() {
+    let d = tmp("gc");
+    let a = store(&d, "a");
+    let objects = fill(&a, 6);
+    let bucket = Arc::new(MemBucket::new("gc"));
+    remote(&bucket).push(&a, &PushOptions::default(), &mut none).unwrap();
+    let dup = duplicate_first_pack(&bucket);
+    let r = Remote::new(bucket.clone());
+    let g = r.gc(&GcOptions::default()).unwrap();
+    assert_eq!(g.tombstoned, vec![dup]);
+    assert!(g.deleted.is_empty());
+    assert!(bucket.get(&dup.pack_key()).unwrap().is_some(), "kept through the grace period for readers");
+    let dry = r.gc(&GcOptions { dry_run: true, ..GcOptions::default() }).unwrap();
+    assert!(dry.deleted.is_empty());
+    bucket.advance_clock(GRACE);
+    let dry = r.gc(&GcOptions { dry_run: true, ..GcOptions::default() }).unwrap();
+    assert_eq!(dry.deleted, vec![dup]);
+    assert!(bucket.get(&dup.pack_key()).unwrap().is_some(), "a dry run changes nothing");
+    let g = r.gc(&GcOptions::default()).unwrap();
+    assert_eq!(g.deleted, vec![dup]);
+    assert!(bucket.get(&dup.pack_key()).unwrap().is_none());
+    assert!(bucket.get(&dup.index_key()).unwrap().is_none());
+    let (m, _) = r.manifest().unwrap();
+    assert!(m.tombstones.is_empty());
+    let b = store(&d, "b");
+    r.pull(&b, &mut none).unwrap();
+    for (id, data) in &objects {
+        assert_eq!(&b.get(id).unwrap(), data);
+    }
+    assert!(bucket.get(bale::remote::LEASE_KEY).unwrap().is_none(), "the lease is released");
+}
+
+#[test]
+fn a_push_revives_a_tombstoned_pack_instead_of_sending_it_again() {
+    let d = tmp("revive");
+    let a = store(&d, "a");
+    let objects = fill(&a, 7);
+    let bucket = Arc::new(MemBucket::new("revive"));
+    let r = remote(&bucket);
+    r.push(&a, &PushOptions::default(), &mut none).unwrap();
+    // Tombstone the only pack, as if its objects had been dropped.
+    let (m, etag) = r.manifest().unwrap();
+    let mut next = m.clone();
+    next.generation += 1;
+    let p = next.packs.remove(0);
+    next.tombstones.push(bale::remote::Tombstone { pack: p, since_ms: bucket.now_ms() });
+    bucket.put(MANIFEST_KEY, &next.encode(), Condition::IfMatch(&etag)).unwrap();
+    let rep = r.push(&a, &PushOptions::default(), &mut none).unwrap();
+    assert_eq!((rep.records_sent, rep.revived), (0, 1));
+    let (m, _) = r.manifest().unwrap();
+    assert_eq!((m.packs.len(), m.tombstones.len()), (1, 0));
+    bucket.advance_clock(GRACE);
+    r.gc(&GcOptions::default()).unwrap();
+    let b = store(&d, "b");
+    r.pull(&b, &mut none).unwrap();
+    assert_eq!(b.get(&objects[0].0).unwrap(), objects[0].1);
+}
+
+#[test]
+fn gc_during_a_push_loses_nothing() {
+    let d = tmp("gc-push");
+    let a = store(&d, "a");
+    let objects = fill(&a, 8);
+    let bucket = Arc::new(MemBucket::new("gcpush"));
+    let r = remote(&bucket);
+    r.push(&a, &PushOptions::default(), &mut none).unwrap();
+    // Tombstone the pack and let its grace period pass: the next push
+    // plans to revive it, and gc deletes it just before that push commits.
+    let (m, etag) = r.manifest().unwrap();
+    let mut next = m.clone();
+    next.generation += 1;
+    let p = next.packs.remove(0);
+    next.tombstones.push(bale::remote::Tombstone { pack: p, since_ms: bucket.now_ms() });
+    bucket.put(MANIFEST_KEY, &next.encode(), Condition::IfMatch(&etag)).unwrap();
+    bucket.advance_clock(GRACE);
+    let gc_bucket = bucket.clone();
+    let ran = Arc::new(AtomicU32::new(0));
+    let ran_in = ran.clone();
+    let faulty = FaultBucket::new(bucket.clone(), move |call, key| {
+        if call == Call::Put && key == MANIFEST_KEY && ran_in.fetch_add(1, Ordering::SeqCst) == 0 {
+            let g = Remote::new(gc_bucket.clone()).gc(&GcOptions::default()).unwrap();
+            assert_eq!(g.deleted.len(), 1);
+        }
+        Fault::Pass
+    });
+    let rep = Remote::new(Arc::new(faulty)).push(&a, &PushOptions::default(), &mut none).unwrap();
+    assert!(rep.records_sent > 0, "the push sent again what gc deleted");
+    let b = store(&d, "b");
+    r.pull(&b, &mut none).unwrap();
+    for (id, data) in &objects {
+        assert_eq!(&b.get(id).unwrap(), data);
+    }
+}
+
+#[test]
+fn dead_multipart_uploads_are_aborted_after_the_grace_period() {
+    let d = tmp("uploads");
+    let a = store(&d, "a");
+    fill(&a, 9);
+    let inner = Arc::new(MemBucket::new("uploads"));
+    remote(&inner);
+    // The push dies after its first part.
+    let faulty = FaultBucket::new(inner.clone(), |call, _| {
+        if call == Call::AbortUpload || call == Call::FinishUpload { Fault::FailBefore } else { Fault::Pass }
+    });
+    let opts = RemoteOptions { multipart_above: 16 << 10, part_size: 8 << 10, threads: 1, ..RemoteOptions::default() };
+    Remote::new(Arc::new(faulty)).with_options(opts).push(&a, &PushOptions::default(), &mut none).unwrap_err();
+    assert_eq!(inner.open_uploads(), 1);
+    let r = Remote::new(inner.clone());
+    assert_eq!(r.gc(&GcOptions::default()).unwrap().uploads_aborted, 0);
+    inner.advance_clock(GRACE);
+    let g = r.gc(&GcOptions::default()).unwrap();
+    assert_eq!(g.uploads_aborted, 1);
+    assert_eq!(inner.open_uploads(), 0);
+    assert!(inner.list("uploads/").unwrap().is_empty());
+}
+
+#[test]
+fn one_gc_at_a_time() {
+    let bucket = Arc::new(MemBucket::new("lease"));
+    let r = remote(&bucket);
+    bucket
+        .put(bale::remote::LEASE_KEY, format!("{:016x} {}", 1, bucket.now_ms() + 1000).as_bytes(), Condition::IfAbsent)
+        .unwrap();
+    assert_eq!(r.gc(&GcOptions::default()).unwrap_err().kind(), ErrorKind::Locked);
+    bucket.advance_clock(2000);
+    r.gc(&GcOptions::default()).unwrap();
+    assert!(bucket.get(bale::remote::LEASE_KEY).unwrap().is_none());
+}
+
+#[test]
+fn damaged_bytes_in_the_bucket_are_typed_errors() {
+    let d = tmp("damage");
+    let a = store(&d, "a");
+    let objects = fill(&a, 10);
+    let bucket = Arc::new(MemBucket::new("damage"));
+    let r = remote(&bucket);
+    r.push(&a, &PushOptions::default(), &mut none).unwrap();
+    let (m, _) = r.manifest().unwrap();
+    let p = m.packs[0];
+    let entries = r.pack_index(&m, &p).unwrap();
+    let e = entries
+        .iter()
+        .find(|e| e.stored_len > 100 && e.flags & 1 != 0 && e.kind == bale::objects::record::RecordKind::Blob)
+        .unwrap();
+    assert!(bucket.corrupt(&p.id.pack_key(), (e.offset + 64 + 10) as usize, 0xff ^ 0x42));
+    let b = store(&d, "b");
+    let err = Remote::new(bucket.clone()).fetch(&b, &[e.id]).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ChecksumMismatch, "{err}");
+    let err = Remote::new(bucket.clone()).pull(&b, &mut none).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ChecksumMismatch, "{err}");
+    assert!(!b.has(&e.id).unwrap());
+    let _ = objects;
+
+    // A damaged index.
+    let idx = bucket.get(&p.id.index_key()).unwrap().unwrap().bytes;
+    bucket.put(&p.id.index_key(), &idx[..idx.len() - 3], Condition::Overwrite).unwrap();
+    let err = Remote::new(bucket.clone()).fetch(&b, &[e.id]).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
+    // A manifest that is not one.
+    for bad in
+        [&b"not a manifest at all"[..], &[0u8; 0][..], &Manifest::new([1; 16], HashKind::Blake3, 5).encode()[..70]]
+    {
+        bucket.put(MANIFEST_KEY, bad, Condition::Overwrite).unwrap();
+        let err = Remote::new(bucket.clone()).manifest().unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::NotABaleFile | ErrorKind::Corrupt), "{err}");
+    }
+}
+
+#[test]
+fn a_remote_of_another_hash_is_refused() {
+    let d = tmp("hash");
+    let a = store(&d, "a");
+    a.add(b"x").unwrap();
+    let bucket = Arc::new(MemBucket::new("hash"));
+    let r = Remote::new(bucket.clone());
+    r.create(HashKind::Sha256, GRACE).unwrap();
+    assert_eq!(r.push(&a, &PushOptions::default(), &mut none).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(r.create(HashKind::Blake3, GRACE).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(r.create(HashKind::Sha256, GRACE).unwrap().hash, HashKind::Sha256, "joins the existing remote");
+}
+
+#[test]
+fn a_store_keeps_its_remotes_by_name_without_credentials() {
+    let d = tmp("names");
+    let a = store(&d, "a");
+    assert!(a.remote_names().unwrap().is_empty());
+    let cfg = bale::remote::RemoteConfig {
+        url: "s3://bucket/team/assets".into(),
+        endpoint: Some("http://127.0.0.1:9".into()),
+        region: None,
+        path_style: true,
+    };
+    let cache = a.add_remote("origin", &cfg).unwrap();
+    assert_eq!(a.add_remote("origin", &cfg).unwrap_err().kind(), ErrorKind::Conflict);
+    assert_eq!(a.add_remote("../up", &cfg).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(a.remote_names().unwrap(), vec!["origin".to_string()]);
+    assert_eq!(a.remote("origin").unwrap().0, cfg);
+    assert_eq!(a.remote("other").unwrap_err().kind(), ErrorKind::NotFound);
+    let text = std::fs::read_to_string(d.join("a/remotes/origin/config")).unwrap();
+    assert!(!text.to_lowercase().contains("secret") && text.contains("s3://bucket/team/assets"));
+    // The cache holds what a push learns.
+    let bucket = Arc::new(MemBucket::new("names"));
+    let r = Remote::new(bucket.clone()).with_cache(cache);
+    r.create(HashKind::Blake3, GRACE).unwrap();
+    a.add(b"cached").unwrap();
+    r.push(&a, &PushOptions::default(), &mut none).unwrap();
+    assert!(std::fs::read_dir(d.join("a/remotes/origin/idx")).unwrap().count() == 1);
+    a.remove_remote("origin").unwrap();
+    assert!(a.remote_names().unwrap().is_empty());
+    assert!(!d.join("a/remotes/origin").exists());
+    // The store itself is untouched and still valid.
+    assert!(a.validate(100.0, &mut none).unwrap().problems.is_empty());
+}
