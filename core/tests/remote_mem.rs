@@ -526,3 +526,48 @@ fn a_store_keeps_its_remotes_by_name_without_credentials() {
     // The store itself is untouched and still valid.
     assert!(a.validate(100.0, &mut none).unwrap().problems.is_empty());
 }
+
+#[test]
+fn objects_and_ranges_are_read_straight_from_the_remote() {
+    let d = tmp("read");
+    let a = store(&d, "a");
+    let objects = fill(&a, 11);
+    let bucket = Arc::new(MemBucket::new("read"));
+    remote(&bucket).push(&a, &PushOptions::default(), &mut none).unwrap();
+    let r = Remote::new(bucket.clone());
+    let (m, index) = r.known_index().unwrap();
+    for (id, data) in objects.iter().step_by(7).chain(objects.iter().rev().take(3)) {
+        assert_eq!(&r.read_object(&index, m.hash, id).unwrap(), data);
+    }
+    let (big, data) = objects.last().unwrap();
+    let before = r.traffic();
+    for (off, len) in
+        [(0u64, 10u64), (50_000, 7_000), (data.len() as u64 - 5, 100), (data.len() as u64 + 1, 5), (12_345, 1)]
+    {
+        let got = r.read_range(&index, m.hash, big, off, len).unwrap();
+        let lo = (off as usize).min(data.len());
+        let hi = (off as usize).saturating_add(len as usize).min(data.len());
+        assert_eq!(got, &data[lo..hi], "{off}+{len}");
+    }
+    let t = r.traffic();
+    assert!(t.bytes_received - before.bytes_received < data.len() as u64 * 2, "ranges read only what they need");
+    let missing = HashKind::Blake3.hash(b"no");
+    assert_eq!(r.read_object(&index, m.hash, &missing).unwrap_err().kind(), ErrorKind::NotFound);
+}
+
+#[test]
+fn a_folder_bucket_serves_as_a_remote_for_processes_of_one_machine() {
+    let d = tmp("folder");
+    let a = store(&d, "a");
+    let objects = fill(&a, 12);
+    let bucket: Arc<dyn Bucket> = Arc::new(bale::remote::FsBucket::open(d.join("bucket")).unwrap());
+    let r = Remote::new(bucket.clone());
+    r.create(HashKind::Blake3, GRACE).unwrap();
+    r.push(&a, &PushOptions::default(), &mut none).unwrap();
+    let b = store(&d, "b");
+    Remote::new(bucket).pull(&b, &mut none).unwrap();
+    for (id, data) in &objects {
+        assert_eq!(&b.get(id).unwrap(), data);
+    }
+    assert!(d.join("bucket/manifest").is_file());
+}

@@ -287,7 +287,7 @@ impl Remote {
 
     /// Groups records into range reads: per pack, in offset order, joining
     /// records closer than `merge_gap` up to `max_range` bytes.
-    fn plan_ranges(&self, records: &[Located]) -> Vec<RangeRead> {
+    pub(crate) fn plan_ranges(&self, records: &[Located]) -> Vec<RangeRead> {
         let mut sorted: Vec<&Located> = records.iter().collect();
         sorted.sort_unstable_by_key(|l| (l.pack.id, l.entry.offset));
         let mut out: Vec<RangeRead> = Vec::new();
@@ -323,15 +323,15 @@ impl Remote {
 }
 
 /// One range read of a pack and the records it covers.
-struct RangeRead {
-    pack: PackRef,
-    start: u64,
-    len: u64,
-    entries: Vec<IndexEntry>,
+pub(crate) struct RangeRead {
+    pub pack: PackRef,
+    pub start: u64,
+    pub len: u64,
+    pub entries: Vec<IndexEntry>,
 }
 
 /// The record read must be the one the index names.
-fn check_matches(h: &RecordHeader, e: &IndexEntry, at: &str) -> Result<()> {
+pub(crate) fn check_matches(h: &RecordHeader, e: &IndexEntry, at: &str) -> Result<()> {
     if h.id != e.id || h.kind != e.kind || h.codec != e.codec || h.stored_len != e.stored_len || h.level != e.level {
         return Err(Error::corrupt(format!(
             "{at}: the record there is not the one the pack's index names for {}",

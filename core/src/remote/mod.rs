@@ -8,16 +8,21 @@ pub mod cache;
 pub mod config;
 pub mod fault;
 mod fetch;
+#[cfg(native_fs)]
+pub mod fs_bucket;
 mod gc;
 mod handle;
 pub mod manifest;
 pub mod pack_index;
 mod push;
+mod read;
 
 pub use bucket::{Bucket, Condition, Fetched, Listed, MemBucket, Written};
 pub use cache::RemoteCache;
 pub use config::{RemoteConfig, check_remote_name};
 pub use fetch::PullReport;
+#[cfg(native_fs)]
+pub use fs_bucket::FsBucket;
 pub use gc::{GcOptions, GcReport, LEASE_KEY};
 pub use handle::{Located, Remote, RemoteIndex, RemoteOptions, Traffic};
 pub use manifest::{Manifest, PackId, PackRef, Tombstone};
