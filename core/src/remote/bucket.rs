@@ -185,7 +185,7 @@ impl Bucket for MemBucket {
             Error::corrupt(format!(
                 "{}/{key} ends before byte {} (it has {})",
                 self.describe(),
-                start + len,
+                start.saturating_add(len),
                 o.bytes.len()
             ))
         })?;
@@ -303,6 +303,7 @@ mod tests {
         b.put("k", b"hello", Condition::Overwrite).unwrap();
         assert_eq!(b.get_range("k", 1, 3).unwrap(), b"ell");
         assert_eq!(b.get_range("k", 3, 5).unwrap_err().kind(), ErrorKind::Corrupt);
+        assert_eq!(b.get_range("k", u64::MAX, 2).unwrap_err().kind(), ErrorKind::Corrupt);
         assert_eq!(b.get_range("nope", 0, 1).unwrap_err().kind(), ErrorKind::NotFound);
         assert!(b.get("nope").unwrap().is_none());
     }

@@ -14,8 +14,11 @@ mod gc;
 mod handle;
 pub mod manifest;
 pub mod pack_index;
+pub mod probe;
 mod push;
 mod read;
+#[cfg(all(feature = "s3", native_fs))]
+pub mod s3;
 
 pub use bucket::{Bucket, Condition, Fetched, Listed, MemBucket, Written};
 pub use cache::RemoteCache;
@@ -27,4 +30,7 @@ pub use gc::{GcOptions, GcReport, LEASE_KEY};
 pub use handle::{Located, Remote, RemoteIndex, RemoteOptions, Traffic};
 pub use manifest::{Manifest, PackId, PackRef, Tombstone};
 pub use pack_index::{IndexEntry, PackBuilder};
+pub use probe::probe_conditional_writes;
 pub use push::{PushOptions, PushReport};
+#[cfg(all(feature = "s3", native_fs))]
+pub use s3::{S3Addressing, S3Bucket, S3Location, S3Options};
