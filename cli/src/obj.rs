@@ -7,6 +7,7 @@ mod add;
 mod dos;
 mod maint;
 mod read;
+mod remote;
 mod transfer;
 
 use std::path::{Path, PathBuf};
@@ -174,6 +175,37 @@ pub enum ObjCommand {
         after_help = EXIT_CODES_HELP
     )]
     ImportDos(dos::ImportDosArgs),
+    /// Manage remotes: S3-compatible buckets (or folders) shared by many machines.
+    #[command(subcommand)]
+    Remote(remote::RemoteCommand),
+    /// Send the objects a remote lacks, in new packs, in one commit.
+    #[command(
+        long_about = "Send to remote NAME the objects of STORE it lacks (every object, \
+            or the ids given): only the records the remote does not hold (chunks \
+            shared with what it has are not sent), in packs of 32 MiB, then one \
+            conditional PUT of the remote's manifest. Pushes from many machines \
+            at once all land: a refused commit reads the manifest again, merges \
+            and retries. Needs GET and PUT permission only.\n\n\
+            With --json: {\"objects_sent\", \"objects_present\", \"records_sent\", \
+            \"bytes_sent\", \"packs\", \"revived\", \"attempts\", \"generation\", \
+            \"seconds\", \"traffic\"}.",
+        after_help = EXIT_CODES_HELP
+    )]
+    Push(remote::PushArgs),
+    /// Copy the objects a remote has and the store lacks (--lazy: only its index).
+    #[command(
+        long_about = "Copy into STORE every object of remote NAME it lacks, \
+            downloading each pack that holds a record it needs; every record is \
+            checked against its id, and an object appears only once all its \
+            chunks are stored. With --lazy, only the manifest and the pack \
+            indexes are fetched (kept in STORE/remotes/NAME/); objects then come \
+            on demand by range reads: `obj fetch`, or `obj get --remote NAME`.",
+        after_help = EXIT_CODES_HELP
+    )]
+    Pull(remote::PullArgs),
+    /// Fetch some objects from a remote by range reads.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Fetch(remote::FetchArgs),
 }
 
 #[derive(Args, Debug)]
@@ -226,6 +258,10 @@ pub fn run(ctx: &Ctx, cmd: ObjCommand) -> Result<u8, Failure> {
         ObjCommand::Export(a) => transfer::export(ctx, a),
         ObjCommand::Import(a) => transfer::import(ctx, a),
         ObjCommand::ImportDos(a) => dos::import_dos(ctx, a),
+        ObjCommand::Remote(c) => remote::run(ctx, c),
+        ObjCommand::Push(a) => remote::push(ctx, a),
+        ObjCommand::Pull(a) => remote::pull(ctx, a),
+        ObjCommand::Fetch(a) => remote::fetch(ctx, a),
     }
 }
 

@@ -503,7 +503,7 @@ fn a_store_keeps_its_remotes_by_name_without_credentials() {
         url: "s3://bucket/team/assets".into(),
         endpoint: Some("http://127.0.0.1:9".into()),
         region: None,
-        path_style: true,
+        path_style: Some(true),
     };
     let cache = a.add_remote("origin", &cfg).unwrap();
     assert_eq!(a.add_remote("origin", &cfg).unwrap_err().kind(), ErrorKind::Conflict);
@@ -570,4 +570,28 @@ fn a_folder_bucket_serves_as_a_remote_for_processes_of_one_machine() {
         assert_eq!(&b.get(id).unwrap(), data);
     }
     assert!(d.join("bucket/manifest").is_file());
+}
+
+#[test]
+fn a_pull_reads_by_ranges_from_packs_it_needs_little_of() {
+    let d = tmp("pull-ranges");
+    let a = store(&d, "a");
+    let big = noise(31, 600_000);
+    let big_id = a.add(&big).unwrap();
+    let small_id = a.add(b"a small object beside a big one").unwrap();
+    let bucket = Arc::new(MemBucket::new("pullranges"));
+    let r = remote(&bucket);
+    r.push(&a, &PushOptions::default(), &mut none).unwrap();
+    let b = store(&d, "b");
+    let puller = Remote::new(bucket.clone());
+    puller.fetch(&b, &[big_id]).unwrap();
+    let rep = puller.pull(&b, &mut none).unwrap();
+    assert_eq!(rep.objects_fetched, 1);
+    assert!(rep.bytes_received < 10_000, "{} bytes for a small object", rep.bytes_received);
+    assert_eq!(b.get(&small_id).unwrap(), b"a small object beside a big one");
+    assert_eq!(b.get(&big_id).unwrap(), big);
+    // Nothing to send: no commit either.
+    let (before, _) = r.manifest().unwrap();
+    let again = r.push(&a, &PushOptions::default(), &mut none).unwrap();
+    assert_eq!((again.generation, again.attempts), (before.generation, 0));
 }

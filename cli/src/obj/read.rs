@@ -27,6 +27,9 @@ pub struct GetArgs {
     /// Hash what is read and fail on data that does not match its id.
     #[arg(long)]
     verify: bool,
+    /// Fetch the object from this remote first if the store lacks it.
+    #[arg(long, value_name = "NAME")]
+    remote: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -51,8 +54,12 @@ pub struct LsArgs {
 }
 
 pub fn get(ctx: &Ctx, a: GetArgs) -> Result<u8, Failure> {
-    let store = open(&a.store, Access::Read)?;
+    let access = if a.remote.is_some() { Access::Write } else { Access::Read };
+    let store = open(&a.store, access)?;
     let id = parse_id(&store, &a.id)?;
+    if let Some(name) = &a.remote {
+        super::remote::fetch_missing(&store, &a.store, name, &id)?;
+    }
     // The object is looked up before OUT is created: a missing id leaves
     // no empty file behind.
     let mut reader = store.reader(&id)?;

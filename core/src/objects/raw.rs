@@ -75,6 +75,8 @@ impl ObjectStore {
 #[derive(Debug, Clone)]
 pub struct VerifiedRecord {
     pub header: RecordHeader,
+    /// The payload as stored (compressed or not).
+    pub stored: Vec<u8>,
     /// The decoded payload.
     pub payload: Vec<u8>,
     /// Content bytes the record stands for (a list's total).
@@ -114,5 +116,5 @@ pub fn verify_record(hash: HashKind, bytes: &[u8], at: &str) -> Result<VerifiedR
             format!("{at}: record {} holds content that hashes to {got}; the copy is damaged", h.id),
         ));
     }
-    Ok(VerifiedRecord { header: h, payload, size })
+    Ok(VerifiedRecord { header: h, stored: stored.to_vec(), payload, size })
 }

@@ -12,15 +12,16 @@ pub const REMOTES_DIR: &str = "remotes";
 /// Where a remote is: what `bale obj remote add` records.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RemoteConfig {
-    /// `s3://bucket/prefix`.
+    /// `s3://bucket/prefix`, or `file:///path` for a folder.
     pub url: String,
     /// An S3-compatible endpoint (`https://…`, or `http://` on a trusted
     /// network); AWS when absent.
     pub endpoint: Option<String>,
     pub region: Option<String>,
-    /// Path-style requests (`endpoint/bucket/key`) instead of
-    /// virtual-hosted ones (`bucket.endpoint/key`).
-    pub path_style: bool,
+    /// Path-style requests (`endpoint/bucket/key`, true) or virtual-hosted
+    /// ones (`bucket.endpoint/key`, false); `None`: path-style with an
+    /// endpoint, virtual-hosted on AWS.
+    pub path_style: Option<bool>,
 }
 
 impl RemoteConfig {
@@ -32,7 +33,9 @@ impl RemoteConfig {
         if let Some(r) = &self.region {
             s.push_str(&format!("region = {r}\n"));
         }
-        s.push_str(&format!("path_style = {}\n", self.path_style));
+        if let Some(p) = self.path_style {
+            s.push_str(&format!("path_style = {p}\n"));
+        }
         s
     }
 
@@ -47,14 +50,15 @@ impl RemoteConfig {
                 "endpoint" => c.endpoint = Some(v),
                 "region" => c.region = Some(v),
                 "path_style" => {
-                    c.path_style = v.parse().map_err(|_| bad(format!("path_style {v:?} is not true or false")))?
+                    let on: bool = v.parse().map_err(|_| bad(format!("path_style {v:?} is not true or false")))?;
+                    c.path_style = Some(on);
                 }
                 // Written by a newer bale: kept out of the way.
                 _ => {}
             }
         }
-        if !c.url.starts_with("s3://") {
-            return Err(bad("no s3:// url".to_string()));
+        if !c.url.starts_with("s3://") && !c.url.starts_with("file://") {
+            return Err(bad("no s3:// or file:// url".to_string()));
         }
         Ok(c)
     }
@@ -74,6 +78,36 @@ pub fn check_remote_name(name: &str) -> Result<()> {
             "{name:?} is not a remote name: use 1 to 64 letters, digits, '-', '_' or '.', not starting with '.'"
         )))
     }
+}
+
+/// Opens the bucket a remote's config names: a folder for `file://`, an
+/// S3-compatible bucket for `s3://` (builds with the `s3` feature).
+#[cfg(native_fs)]
+pub fn open_bucket(c: &RemoteConfig) -> Result<Arc<dyn super::Bucket>> {
+    if let Some(path) = c.url.strip_prefix("file://") {
+        if !path.starts_with('/') && !cfg!(windows) {
+            return Err(Error::invalid(format!("{}: a file:// url needs an absolute path (file:///path)", c.url)));
+        }
+        return Ok(Arc::new(super::FsBucket::open(path)?));
+    }
+    open_s3(c)
+}
+
+#[cfg(all(native_fs, feature = "s3"))]
+fn open_s3(c: &RemoteConfig) -> Result<Arc<dyn super::Bucket>> {
+    use super::{S3Addressing, S3Bucket, S3Location, S3Options};
+    let addressing = match c.path_style {
+        Some(true) => S3Addressing::Path,
+        Some(false) => S3Addressing::VirtualHosted,
+        None => S3Addressing::Auto,
+    };
+    let opts = S3Options { endpoint: c.endpoint.clone(), region: c.region.clone(), addressing, ..S3Options::default() };
+    Ok(Arc::new(S3Bucket::open(&S3Location::parse(&c.url)?, &opts)?))
+}
+
+#[cfg(all(native_fs, not(feature = "s3")))]
+fn open_s3(c: &RemoteConfig) -> Result<Arc<dyn super::Bucket>> {
+    Err(Error::invalid(format!("{}: this build of bale has no S3 client (the core's feature `s3`)", c.url)))
 }
 
 impl ObjectStore {
@@ -143,7 +177,7 @@ mod tests {
             url: "s3://b/p".into(),
             endpoint: Some("http://127.0.0.1:9000".into()),
             region: Some("eu-west-1".into()),
-            path_style: true,
+            path_style: Some(true),
         };
         assert_eq!(RemoteConfig::decode(&c.encode(), "t").unwrap(), c);
         assert_eq!(RemoteConfig::decode("url = http://x\n", "t").unwrap_err().kind(), ErrorKind::Corrupt);

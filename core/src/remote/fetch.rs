@@ -125,10 +125,36 @@ impl Remote {
             }
             wanted.entry(l.pack.id).or_insert_with(|| (l.pack, Vec::new())).1.push(l.entry);
         }
-        let packs: Vec<(PackRef, Vec<IndexEntry>)> = wanted.into_values().collect();
+        // A pack the store needs half of or more is downloaded whole (and
+        // checked against its name); of the others only the records needed
+        // are read, by ranges.
+        let (packs, partial): (Vec<_>, Vec<_>) = wanted
+            .into_values()
+            .partition(|(p, entries)| entries.iter().map(|e| e.record_len()).sum::<u64>() * 2 >= p.len);
         let mut applier = Applier::new(store);
-        let total = packs.len() as u64;
+        let total = (packs.len() + partial.len()) as u64;
         let mut done = 0u64;
+        for (p, entries) in &partial {
+            let locs: Vec<Located> = entries.iter().map(|e| Located { pack: *p, live: true, entry: *e }).collect();
+            let mut at = 0;
+            while at < locs.len() {
+                // Bounded memory: up to 64 MiB of records at a time.
+                let mut end = at;
+                let mut bytes = 0;
+                while end < locs.len() && (end == at || bytes + locs[end].entry.record_len() <= 64 << 20) {
+                    bytes += locs[end].entry.record_len();
+                    end += 1;
+                }
+                let reads = self.plan_ranges(&locs[at..end]).len() as u64;
+                for (l, v) in locs[at..end].iter().zip(self.fetch_records(m.hash, &locs[at..end])?) {
+                    applier.add(v.header, &v.stored, l.entry.flags, v.size)?;
+                }
+                report.reads += reads;
+                at = end;
+            }
+            done += 1;
+            progress(done, total);
+        }
         for wave in packs.chunks(self.options.threads.max(1)) {
             let got = self.parallel(wave, |(p, _)| self.download_pack(&m.remote_id, p))?;
             for ((p, entries), bytes) in wave.iter().zip(got) {

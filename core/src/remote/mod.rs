@@ -22,6 +22,8 @@ pub mod s3;
 
 pub use bucket::{Bucket, Condition, Fetched, Listed, MemBucket, Written};
 pub use cache::RemoteCache;
+#[cfg(native_fs)]
+pub use config::open_bucket;
 pub use config::{RemoteConfig, check_remote_name};
 pub use fetch::PullReport;
 #[cfg(native_fs)]

@@ -119,6 +119,12 @@ impl Remote {
                 report.packs.push(p.pack.id);
                 sent.extend(p.ids);
             }
+            let refs_set = opts.refs.iter().all(|(n, id)| m.refs.get(n) == Some(id));
+            if uploaded.is_empty() && plan.revive.iter().all(|p| m.find(p).is_some_and(|(_, live)| live)) && refs_set {
+                // Nothing to commit: the remote has it all.
+                report.generation = m.generation;
+                return Ok(report);
+            }
             match self.commit_push(
                 &mut m,
                 &mut etag,
