@@ -72,6 +72,13 @@ pub trait Bucket: Send + Sync {
     /// Drops an unfinished upload and its parts; an unknown or finished
     /// upload is not an error.
     fn abort_upload(&self, key: &str, upload: &str) -> Result<()>;
+    /// Removes what uploads a dead writer left that `uploads/` markers do
+    /// not name (the bucket's own leftovers, older than `older_than_ms`);
+    /// how many. A bucket that cannot list its unfinished uploads leaves
+    /// them to its own expiry rules.
+    fn sweep_dead_uploads(&self, _older_than_ms: i64) -> Result<u64> {
+        Ok(0)
+    }
     /// Where the bucket is, for messages (`s3://bucket/prefix`).
     fn describe(&self) -> String;
     /// The time to compare listings' `modified_ms` with, in the same clock.

@@ -106,6 +106,9 @@ impl Bucket for FaultBucket {
     fn abort_upload(&self, key: &str, upload: &str) -> Result<()> {
         self.run(Call::AbortUpload, key, || self.inner.abort_upload(key, upload))
     }
+    fn sweep_dead_uploads(&self, older_than_ms: i64) -> Result<u64> {
+        self.inner.sweep_dead_uploads(older_than_ms)
+    }
     fn describe(&self) -> String {
         self.inner.describe()
     }

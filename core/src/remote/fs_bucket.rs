@@ -240,6 +240,32 @@ impl Bucket for FsBucket {
         Ok(())
     }
 
+    fn sweep_dead_uploads(&self, older_than_ms: i64) -> Result<u64> {
+        let dir = self.root.join(TMP_DIR);
+        let entries = fs::read_dir(&dir).map_err(|e| io_error(&dir, "list", e))?;
+        let mut n = 0;
+        for e in entries {
+            let e = e.map_err(|err| io_error(&dir, "list", err))?;
+            let modified = e
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(i64::MAX, |d| d.as_millis() as i64);
+            if modified >= older_than_ms {
+                continue;
+            }
+            let p = e.path();
+            let r = if p.is_dir() { fs::remove_dir_all(&p) } else { fs::remove_file(&p) };
+            match r {
+                Ok(()) => n += 1,
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                Err(err) => return Err(io_error(&p, "remove", err)),
+            }
+        }
+        Ok(n)
+    }
+
     fn describe(&self) -> String {
         format!("file://{}", self.root.display())
     }

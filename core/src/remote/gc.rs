@@ -188,6 +188,8 @@ impl Remote {
             }
             b.delete(&l.key)?;
         }
+        // Uploads a writer started but died before naming under uploads/.
+        n += b.sweep_dead_uploads(now.saturating_sub(grace))?;
         Ok(n)
     }
 

@@ -108,6 +108,10 @@ impl Bucket for Counted {
         self.count(0, 0);
         self.inner.abort_upload(key, upload)
     }
+    fn sweep_dead_uploads(&self, older_than_ms: i64) -> Result<u64> {
+        self.count(0, 0);
+        self.inner.sweep_dead_uploads(older_than_ms)
+    }
     fn describe(&self) -> String {
         self.inner.describe()
     }
