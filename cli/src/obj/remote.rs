@@ -2,11 +2,10 @@
 //! remotes in S3-compatible buckets (or folders).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Instant;
 
 use bale::objects::{ObjectId, ObjectStore};
-use bale::remote::{GcOptions, PushOptions, Remote, RemoteConfig, Traffic, open_bucket};
+use bale::remote::{GcOptions, PushOptions, Remote, RemoteConfig, Traffic};
 use clap::{Args, Subcommand};
 use indicatif::ProgressBar;
 use serde_json::json;
@@ -165,9 +164,7 @@ pub fn run(ctx: &Ctx, cmd: RemoteCommand) -> Result<u8, Failure> {
 
 /// The store's remote `name`, ready to use.
 fn remote(store: &ObjectStore, path: &Path, name: &str, jobs: usize) -> Result<Remote, Failure> {
-    let (config, cache) = store.remote(name).map_err(|e| store_failure(path, e))?;
-    let bucket = open_bucket(&config)?;
-    let mut r = Remote::new(bucket).with_cache(cache);
+    let mut r = store.open_remote(name).map_err(|e| store_failure(path, e))?;
     r.options.threads = jobs.clamp(1, 64);
     Ok(r)
 }
@@ -181,19 +178,7 @@ fn add(ctx: &Ctx, a: AddArgs) -> Result<u8, Failure> {
         _ => None,
     };
     let config = RemoteConfig { url: a.url.clone(), endpoint: a.endpoint, region: a.region, path_style };
-    if store.remote_names()?.contains(&a.name) {
-        return Err(Failure::from(bale::Error::new(
-            bale::ErrorKind::Conflict,
-            format!("{}: already has a remote {}; `bale obj remote rm` it first", a.store.display(), a.name),
-        )));
-    }
-    // Checked before anything is recorded, so a refused remote leaves no trace.
-    let bucket: Arc<dyn bale::remote::Bucket> = open_bucket(&config)?;
-    bale::remote::probe::probe_conditional_writes(&*bucket)?;
-    let probe = Remote::new(bucket.clone());
-    let m = probe.create(store.hash_kind(), a.grace)?;
-    let cache = store.add_remote(&a.name, &config).map_err(|e| store_failure(&a.store, e))?;
-    Remote::new(bucket).with_cache(cache).manifest()?;
+    let m = store.connect_remote(&a.name, &config, a.grace).map_err(|e| store_failure(&a.store, e))?;
     if ctx.json {
         print_json(&json!({
             "name": a.name, "url": a.url, "generation": m.generation, "packs": m.packs.len(),

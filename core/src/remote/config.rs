@@ -111,6 +111,36 @@ fn open_s3(c: &RemoteConfig) -> Result<Arc<dyn super::Bucket>> {
 }
 
 impl ObjectStore {
+    /// Sets up remote `name` of this store at `config`: checks that the
+    /// server honours conditional writes (a server that ignores them is
+    /// refused: writers would lose each other's commits), creates the
+    /// remote's manifest (or joins an existing remote of the same hash;
+    /// `grace_ms` is for a new one), then records it. Nothing is recorded
+    /// if a step fails.
+    #[cfg(native_fs)]
+    pub fn connect_remote(&self, name: &str, config: &RemoteConfig, grace_ms: u64) -> Result<super::Manifest> {
+        check_remote_name(name)?;
+        if self.remote_names()?.iter().any(|n| n == name) {
+            return Err(Error::new(
+                ErrorKind::Conflict,
+                format!("the store already has a remote {name}; remove it first"),
+            ));
+        }
+        let bucket = open_bucket(config)?;
+        super::probe_conditional_writes(&*bucket)?;
+        let m = super::Remote::new(bucket.clone()).create(self.hash_kind(), grace_ms)?;
+        let cache = self.add_remote(name, config)?;
+        super::Remote::new(bucket).with_cache(cache).remember_manifest(&m)?;
+        Ok(m)
+    }
+
+    /// The remote `name` of this store, with its cache, ready to use.
+    #[cfg(native_fs)]
+    pub fn open_remote(&self, name: &str) -> Result<super::Remote> {
+        let (config, cache) = self.remote(name)?;
+        Ok(super::Remote::new(open_bucket(&config)?).with_cache(cache))
+    }
+
     fn remotes_dir(&self) -> Result<&Arc<dyn Dir>> {
         if self.is_single_file() {
             return Err(Error::invalid("remotes need a directory store; a single-file store has nowhere to keep them"));
