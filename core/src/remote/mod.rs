@@ -35,4 +35,4 @@ pub use pack_index::{IndexEntry, PackBuilder};
 pub use probe::probe_conditional_writes;
 pub use push::{PushOptions, PushReport};
 #[cfg(all(feature = "s3", native_fs))]
-pub use s3::{S3Addressing, S3Bucket, S3Location, S3Options};
+pub use s3::{S3Addressing, S3Bucket, S3Credentials, S3Location, S3Options};

@@ -8,27 +8,48 @@ use crate::error::{Error, ErrorKind, Result};
 
 /// Writes a fresh key `probe/<16 hex digits>` four times, each with a
 /// condition whose outcome is known, and fails with `CONFLICT` naming the
-/// first one the server got wrong. Then deletes the key; a failure to
+/// first one the server got wrong. Then, on fresh keys of the same form,
+/// eight writers at once create the key with `If-None-Match: *`, then
+/// replace it with `If-Match` and the same ETag: more than one winner is
+/// a server that checks conditions but not atomically (s3s-fs 0.14
+/// does). A correct server never fails this; a racy one may pass a
+/// round, hence three. The keys are deleted at the end; a failure to
 /// delete is ignored (writers may lack that permission).
 pub fn probe_conditional_writes(bucket: &dyn Bucket) -> Result<()> {
-    let key = format!("probe/{:016x}", crate::objects::random_u64());
+    let key = probe_key();
     let result = probe_at(bucket, &key);
     let _ = bucket.delete(&key);
-    result
+    result?;
+    for _ in 0..RACE_ROUNDS {
+        let key = probe_key();
+        let result = race_at(bucket, &key);
+        let _ = bucket.delete(&key);
+        result?;
+    }
+    Ok(())
+}
+
+const RACE_ROUNDS: usize = 3;
+const RACERS: usize = 8;
+
+fn probe_key() -> String {
+    format!("probe/{:016x}", crate::objects::random_u64())
+}
+
+fn refusal(bucket: &dyn Bucket, what: &str) -> Error {
+    Error::new(
+        ErrorKind::Conflict,
+        format!(
+            "the server of {} {what}: bale refuses to share a remote between writers on a server that does \
+             not honour conditional writes (AWS S3, MinIO, Cloudflare R2 and Ceph RGW do)",
+            bucket.describe()
+        ),
+    )
 }
 
 fn probe_at(bucket: &dyn Bucket, key: &str) -> Result<()> {
     let at = format!("{}/{key}", bucket.describe());
-    let ignored = |what: &str| {
-        Error::new(
-            ErrorKind::Conflict,
-            format!(
-                "the server of {} {what}: bale refuses to share a remote between writers on a server that \
-                 ignores conditional writes (AWS S3, MinIO, Cloudflare R2 and Ceph RGW honour them)",
-                bucket.describe()
-            ),
-        )
-    };
+    let ignored = |what: &str| refusal(bucket, what);
     let first = b"bale conditional-write probe 1";
     let etag = match bucket.put(key, first, Condition::IfAbsent)? {
         Written::Done { etag } => etag,
@@ -61,6 +82,77 @@ fn probe_at(bucket: &dyn Bucket, key: &str) -> Result<()> {
     }
 }
 
+/// One round of racing writers on a fresh key.
+fn race_at(bucket: &dyn Bucket, key: &str) -> Result<()> {
+    let at = format!("{}/{key}", bucket.describe());
+    let Some(wins) = race(bucket, key, Condition::IfAbsent)? else {
+        return Ok(()); // no threads here (WebAssembly): nothing to race
+    };
+    if wins > 1 {
+        return Err(refusal(
+            bucket,
+            &format!(
+                "let {wins} of {RACERS} simultaneous creates of {at} with If-None-Match: * succeed (it checks conditions, but not atomically)"
+            ),
+        ));
+    }
+    // None won (S3 may answer simultaneous conditional writes with 409,
+    // taken as refused): nothing to replace.
+    let Some(current) = bucket.get(key)? else { return Ok(()) };
+    let wins = race(bucket, key, Condition::IfMatch(&current.etag))?.unwrap_or(0);
+    if wins > 1 {
+        return Err(refusal(
+            bucket,
+            &format!(
+                "let {wins} of {RACERS} simultaneous writes of {at} with If-Match and the same ETag succeed (it checks conditions, but not atomically)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Puts `key` from `RACERS` threads at once; how many were done, or
+/// `None` where threads cannot be started.
+fn race(bucket: &dyn Bucket, key: &str, cond: Condition<'_>) -> Result<Option<usize>> {
+    // Each write's bytes differ from every other's: S3's ETag is a hash
+    // of the content, so a replacement with the bytes already there keeps
+    // the ETag, and a second If-Match with it would rightly succeed.
+    let phase = if matches!(cond, Condition::IfAbsent) { "create" } else { "replacement" };
+    // The racers wait for the gate's write lock, held while they start.
+    let gate = std::sync::RwLock::new(());
+    std::thread::scope(|s| {
+        let closed = gate.write().unwrap_or_else(|p| p.into_inner());
+        let mut racers = Vec::new();
+        for n in 0..RACERS {
+            let gate = &gate;
+            let spawned = std::thread::Builder::new().spawn_scoped(s, move || {
+                drop(gate.read().unwrap_or_else(|p| p.into_inner()));
+                bucket.put(key, format!("bale conditional-write probe, {phase} by writer {n}").as_bytes(), cond)
+            });
+            match spawned {
+                Ok(h) => racers.push(h),
+                Err(_) if n == 0 => return Ok(None),
+                Err(e) => {
+                    drop(closed);
+                    for r in racers {
+                        let _ = r.join();
+                    }
+                    return Err(Error::io("cannot start the probe's writers", e));
+                }
+            }
+        }
+        drop(closed);
+        let mut wins = 0;
+        for r in racers {
+            let written = r.join().map_err(|_| Error::new(ErrorKind::Io, "a writer of the probe panicked"))?;
+            if matches!(written?, Written::Done { .. }) {
+                wins += 1;
+            }
+        }
+        Ok(Some(wins))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,13 +177,16 @@ mod tests {
     }
 
     /// A bucket that honours one kind of condition and not the other, or
-    /// lies about refusals, or cannot delete.
+    /// lies about refusals, or cannot delete, or checks conditions and
+    /// writes in two steps (then every writer but the test's own thread
+    /// waits for all racers between them).
     struct Partial {
         inner: MemBucket,
         ignore_if_match: bool,
         refuse_if_match: bool,
         store_refused: bool,
         no_delete: bool,
+        racy: Option<(std::thread::ThreadId, std::sync::Barrier)>,
     }
 
     impl Partial {
@@ -102,6 +197,7 @@ mod tests {
                 refuse_if_match: false,
                 store_refused: false,
                 no_delete: false,
+                racy: None,
             }
         }
     }
@@ -114,6 +210,21 @@ mod tests {
             self.inner.get_range(key, start, len)
         }
         fn put(&self, key: &str, data: &[u8], cond: Condition<'_>) -> Result<Written> {
+            if let Some((owner, between)) = &self.racy
+                && std::thread::current().id() != *owner
+            {
+                let current = self.inner.get(key)?.map(|f| f.etag);
+                let holds = match cond {
+                    Condition::Overwrite => true,
+                    Condition::IfAbsent => current.is_none(),
+                    Condition::IfMatch(tag) => current.as_deref() == Some(tag),
+                };
+                between.wait();
+                return match holds {
+                    true => self.inner.put(key, data, Condition::Overwrite),
+                    false => Ok(Written::Refused),
+                };
+            }
             match cond {
                 Condition::IfMatch(_) if self.ignore_if_match => self.inner.put(key, data, Condition::Overwrite),
                 Condition::IfMatch(_) if self.refuse_if_match => Ok(Written::Refused),
@@ -172,8 +283,98 @@ mod tests {
         let p = Partial { no_delete: true, ..Partial::new() };
         probe_conditional_writes(&p).unwrap();
         let left = p.inner.list("probe/").unwrap();
-        assert_eq!(left.len(), 1);
-        assert_eq!(left[0].key.len(), "probe/".len() + 16);
-        assert!(left[0].key["probe/".len()..].bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_eq!(left.len(), 1 + RACE_ROUNDS);
+        for l in left {
+            assert_eq!(l.key.len(), "probe/".len() + 16);
+            assert!(l.key["probe/".len()..].bytes().all(|b| b.is_ascii_hexdigit()), "{}", l.key);
+        }
+    }
+
+    #[test]
+    fn conditions_checked_but_not_atomically_are_refused() {
+        let racy = Some((std::thread::current().id(), std::sync::Barrier::new(RACERS)));
+        let p = Partial { racy, ..Partial::new() };
+        let e = probe_conditional_writes(&p).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Conflict);
+        assert!(e.message().contains(&format!("let {RACERS} of {RACERS} simultaneous creates")), "{e}");
+        assert!(e.message().contains("not atomically"), "{e}");
+        assert!(p.inner.list("").unwrap().is_empty());
+        // Racers on a bucket that honours conditions: one winner each time.
+        let b = MemBucket::new("r");
+        for _ in 0..20 {
+            let key = probe_key();
+            assert_eq!(race(&b, &key, Condition::IfAbsent).unwrap(), Some(1));
+            let etag = b.get(&key).unwrap().unwrap().etag;
+            assert_eq!(race(&b, &key, Condition::IfMatch(&etag)).unwrap(), Some(1));
+        }
+    }
+
+    /// S3's ETags: a hash of the content, so equal bytes, equal tags.
+    struct ContentTagged(std::sync::Mutex<std::collections::BTreeMap<String, Vec<u8>>>);
+
+    fn content_tag(bytes: &[u8]) -> String {
+        format!("\"{:016x}\"", xxhash_rust::xxh3::xxh3_64(bytes))
+    }
+
+    impl Bucket for ContentTagged {
+        fn get(&self, key: &str) -> Result<Option<Fetched>> {
+            let m = self.0.lock().unwrap();
+            Ok(m.get(key).map(|b| Fetched { bytes: b.clone(), etag: content_tag(b) }))
+        }
+        fn get_range(&self, _: &str, _: u64, _: u64) -> Result<Vec<u8>> {
+            unimplemented!()
+        }
+        fn put(&self, key: &str, data: &[u8], cond: Condition<'_>) -> Result<Written> {
+            let mut m = self.0.lock().unwrap();
+            let current = m.get(key).map(|b| content_tag(b));
+            let holds = match cond {
+                Condition::Overwrite => true,
+                Condition::IfAbsent => current.is_none(),
+                Condition::IfMatch(tag) => current.as_deref() == Some(tag),
+            };
+            if !holds {
+                return Ok(Written::Refused);
+            }
+            m.insert(key.to_string(), data.to_vec());
+            Ok(Written::Done { etag: content_tag(data) })
+        }
+        fn list(&self, prefix: &str) -> Result<Vec<Listed>> {
+            let m = self.0.lock().unwrap();
+            Ok(m.iter()
+                .filter(|(k, _)| k.starts_with(prefix))
+                .map(|(k, b)| Listed { key: k.clone(), size: b.len() as u64, modified_ms: 0 })
+                .collect())
+        }
+        fn delete(&self, key: &str) -> Result<()> {
+            self.0.lock().unwrap().remove(key);
+            Ok(())
+        }
+        fn start_upload(&self, _: &str) -> Result<String> {
+            unimplemented!()
+        }
+        fn upload_part(&self, _: &str, _: &str, _: u32, _: &[u8]) -> Result<String> {
+            unimplemented!()
+        }
+        fn finish_upload(&self, _: &str, _: &str, _: &[String]) -> Result<()> {
+            unimplemented!()
+        }
+        fn abort_upload(&self, _: &str, _: &str) -> Result<()> {
+            unimplemented!()
+        }
+        fn describe(&self) -> String {
+            "mem://content-tagged".into()
+        }
+    }
+
+    #[test]
+    fn content_hash_etags_are_not_taken_for_a_race() {
+        // Were a replacement's bytes those of the create that won, the
+        // writer that made them would keep the ETag and let a second
+        // If-Match through: two winners on an atomic server.
+        let b = ContentTagged(Default::default());
+        for _ in 0..30 {
+            probe_conditional_writes(&b).unwrap();
+        }
+        assert!(b.list("").unwrap().is_empty());
     }
 }

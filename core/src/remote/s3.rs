@@ -27,8 +27,8 @@ use object_store::{
     UpdateVersion,
 };
 
-use settings::{Credentials, Resolved, resolve};
-pub use settings::{S3Addressing, S3Location, S3Options};
+use settings::{Resolved, resolve, resolve_place};
+pub use settings::{S3Addressing, S3Credentials, S3Location, S3Options};
 
 use super::bucket::{Bucket, Condition, Fetched, Listed, Written};
 use crate::error::{Error, ErrorKind, Result};
@@ -67,6 +67,18 @@ impl S3Bucket {
         S3Bucket::open_resolved(location, options, resolved)
     }
 
+    /// Opens `location` with the credentials given (`None`: unsigned
+    /// requests) instead of those of the environment; region and endpoint
+    /// are found as by [`S3Bucket::open`].
+    pub fn open_with(
+        location: &S3Location,
+        options: &S3Options,
+        credentials: Option<S3Credentials>,
+    ) -> Result<S3Bucket> {
+        let resolved = resolve_place(options, &|name| std::env::var(name).ok())?;
+        S3Bucket::open_resolved(location, options, Resolved { credentials, ..resolved })
+    }
+
     fn open_resolved(location: &S3Location, options: &S3Options, r: Resolved) -> Result<S3Bucket> {
         let client = ClientOptions::new()
             .with_connect_timeout(options.connect_timeout)
@@ -92,7 +104,7 @@ impl S3Bucket {
         let redact = Redactor::new(r.credentials.as_ref());
         let signed = r.credentials.is_some();
         builder = match r.credentials {
-            Some(Credentials { key_id, secret, token, .. }) => {
+            Some(S3Credentials { key_id, secret, token, .. }) => {
                 let b = builder.with_access_key_id(key_id).with_secret_access_key(secret);
                 match token {
                     Some(t) => b.with_token(t),
@@ -166,6 +178,16 @@ impl S3Bucket {
     fn fail(&self, doing: &str, key: &str, e: object_store::Error) -> Error {
         let url = self.url(key);
         let detail = self.redact.scrub(&chain(&e));
+        if no_bucket(&e) {
+            return Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "{doing} {url}: the bucket {} does not exist at {}; create it, or check its name and the endpoint",
+                    self.location.bucket(),
+                    self.endpoint
+                ),
+            );
+        }
         match e {
             object_store::Error::NotFound { .. } => Error::new(ErrorKind::NotFound, format!("{url} does not exist")),
             object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. } => Error::new(
@@ -212,6 +234,7 @@ impl Bucket for S3Bucket {
         match got {
             Ok((bytes, Some(etag))) => Ok(Some(Fetched { bytes: bytes.to_vec(), etag })),
             Ok((_, None)) => Err(no_etag(&self.url(key))),
+            Err(e) if no_bucket(&e) => Err(self.fail("reading", key, e)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(self.fail("reading", key, e)),
         }
@@ -350,6 +373,13 @@ impl Bucket for S3Bucket {
     }
 }
 
+/// A 404 for the bucket rather than the key (S3's error code in the
+/// body object_store quotes): a typo in a bucket's name must not look
+/// like an empty remote.
+fn no_bucket(e: &object_store::Error) -> bool {
+    chain(e).contains("<Code>NoSuchBucket</Code>")
+}
+
 /// An error and its causes ("error sending request" alone does not say
 /// that the connection was refused).
 fn chain(e: &dyn std::error::Error) -> String {
@@ -379,7 +409,7 @@ fn no_etag(url: &str) -> Error {
 struct Redactor(Vec<String>);
 
 impl Redactor {
-    fn new(c: Option<&Credentials>) -> Redactor {
+    fn new(c: Option<&S3Credentials>) -> Redactor {
         let mut secrets = Vec::new();
         if let Some(c) = c {
             secrets.push(c.key_id.clone());
@@ -415,7 +445,7 @@ mod tests {
             ..S3Options::default()
         };
         let r = Resolved {
-            credentials: Some(Credentials {
+            credentials: Some(S3Credentials {
                 key_id: "AKIDNEVERSHOWN".into(),
                 secret: "SECRETNEVERSHOWN".into(),
                 token: Some("TOKENNEVERSHOWN".into()),

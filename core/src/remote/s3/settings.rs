@@ -144,18 +144,26 @@ impl Default for S3Options {
     }
 }
 
-/// Static credentials. Debug shows where they came from, never the keys.
+/// Static credentials: an access key id, its secret and, for temporary
+/// keys, a session token. Debug shows where they came from, never the keys.
 #[derive(Clone, PartialEq, Eq)]
-pub(crate) struct Credentials {
-    pub key_id: String,
-    pub secret: String,
-    pub token: Option<String>,
-    pub from: String,
+pub struct S3Credentials {
+    pub(crate) key_id: String,
+    pub(crate) secret: String,
+    pub(crate) token: Option<String>,
+    pub(crate) from: String,
 }
 
-impl fmt::Debug for Credentials {
+impl S3Credentials {
+    /// Keys the caller got elsewhere (a keychain, a prompt).
+    pub fn new(key_id: impl Into<String>, secret: impl Into<String>, token: Option<String>) -> S3Credentials {
+        S3Credentials { key_id: key_id.into(), secret: secret.into(), token, from: "the caller".into() }
+    }
+}
+
+impl fmt::Debug for S3Credentials {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Credentials").field("from", &self.from).finish_non_exhaustive()
+        f.debug_struct("S3Credentials").field("from", &self.from).finish_non_exhaustive()
     }
 }
 
@@ -226,7 +234,7 @@ impl fmt::Display for Endpoint {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Resolved {
     /// `None`: unsigned requests (a public bucket).
-    pub credentials: Option<Credentials>,
+    pub credentials: Option<S3Credentials>,
     pub region: String,
     pub endpoint: Option<Endpoint>,
     pub virtual_hosted: bool,
@@ -243,103 +251,146 @@ pub(crate) struct Resolved {
 /// else none. An explicit `AWS_PROFILE` that names no keys is an error:
 /// bale reads static keys only (not SSO, roles or instance metadata).
 pub(crate) fn resolve(options: &S3Options, var: &dyn Fn(&str) -> Option<String>) -> Result<Resolved> {
-    let var = |name: &str| var(name).filter(|v| !v.is_empty());
-    let home = var("HOME").or_else(|| var("USERPROFILE")).map(PathBuf::from);
-    let aws_file = |env: &str, name: &str| {
-        var(env).map(PathBuf::from).or_else(|| home.as_ref().map(|h| h.join(".aws").join(name)))
-    };
-    let explicit_profile = var("AWS_PROFILE");
-    let profile = explicit_profile.clone().unwrap_or_else(|| "default".to_string());
-    let config_path = aws_file("AWS_CONFIG_FILE", "config");
-    let config = match &config_path {
-        Some(p) => read_ini(p)?,
-        None => Vec::new(),
-    };
-    let config_section = if profile == "default" { "default".to_string() } else { format!("profile {profile}") };
-    let in_config = |key: &str| {
-        lookup(&config, &config_section, key)
-            .or_else(|| (profile == "default").then(|| lookup(&config, "profile default", key)).flatten())
-    };
+    let env = AwsEnv::new(var)?;
+    let credentials = env.credentials()?;
+    Ok(Resolved { credentials, ..env.place(options)? })
+}
 
-    let credentials = match (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY")) {
-        (Some(key_id), Some(secret)) => {
-            Some(Credentials { key_id, secret, token: var("AWS_SESSION_TOKEN"), from: "the environment".into() })
-        }
-        (Some(_), None) | (None, Some(_)) => {
-            return Err(Error::invalid(
-                "only one of AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY is set; set both, or neither to use a profile",
-            ));
-        }
-        (None, None) => {
-            let creds_path = aws_file("AWS_SHARED_CREDENTIALS_FILE", "credentials");
-            let creds = match &creds_path {
-                Some(p) => read_ini(p)?,
-                None => Vec::new(),
-            };
-            let from_file = |ini: &Ini, section: &str, path: &Option<PathBuf>| -> Result<Option<Credentials>> {
-                let id = lookup(ini, section, "aws_access_key_id");
-                let secret = lookup(ini, section, "aws_secret_access_key");
-                let path = path.as_deref().unwrap_or(Path::new("?")).display();
-                match (id, secret) {
-                    (Some(key_id), Some(secret)) => Ok(Some(Credentials {
-                        key_id,
-                        secret,
-                        token: lookup(ini, section, "aws_session_token"),
-                        from: format!("profile {profile} in {path}"),
-                    })),
-                    (None, None) => Ok(None),
-                    _ => Err(Error::invalid(format!(
-                        "profile {profile} in {path} has only one of aws_access_key_id and aws_secret_access_key; give both"
-                    ))),
-                }
-            };
-            let found = match from_file(&creds, &profile, &creds_path)? {
-                Some(c) => Some(c),
-                None => {
-                    let section = if has_section(&config, &config_section) || profile != "default" {
-                        config_section.clone()
-                    } else {
-                        "profile default".to_string()
-                    };
-                    from_file(&config, &section, &config_path)?
-                }
-            };
-            if found.is_none() && explicit_profile.is_some() {
-                return Err(Error::invalid(format!(
-                    "AWS_PROFILE names profile {profile}, which has no aws_access_key_id and aws_secret_access_key in {} or {}; \
-                     bale reads static keys only: set them there or in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
-                    show(&creds_path),
-                    show(&config_path)
-                )));
-            }
-            found
-        }
-    };
+/// Region and endpoint only, for credentials given by the caller.
+pub(crate) fn resolve_place(options: &S3Options, var: &dyn Fn(&str) -> Option<String>) -> Result<Resolved> {
+    AwsEnv::new(var)?.place(options)
+}
 
-    let region = options
-        .region
-        .clone()
-        .filter(|r| !r.is_empty())
-        .or_else(|| var("AWS_REGION"))
-        .or_else(|| var("AWS_DEFAULT_REGION"))
-        .or_else(|| in_config("region"))
-        .unwrap_or_else(|| "us-east-1".to_string());
-    if !region.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
-        return Err(Error::invalid(format!("{region:?} is not an S3 region name (like us-east-1)")));
+/// The environment and the AWS config file, as far as bale reads them.
+struct AwsEnv<'a> {
+    var: &'a dyn Fn(&str) -> Option<String>,
+    home: Option<PathBuf>,
+    profile: String,
+    explicit_profile: bool,
+    config_path: Option<PathBuf>,
+    config: Ini,
+}
+
+impl<'a> AwsEnv<'a> {
+    fn new(var: &'a dyn Fn(&str) -> Option<String>) -> Result<AwsEnv<'a>> {
+        let mut env = AwsEnv {
+            var,
+            home: None,
+            profile: String::new(),
+            explicit_profile: false,
+            config_path: None,
+            config: Vec::new(),
+        };
+        env.home = env.var("HOME").or_else(|| env.var("USERPROFILE")).map(PathBuf::from);
+        let profile = env.var("AWS_PROFILE");
+        env.explicit_profile = profile.is_some();
+        env.profile = profile.unwrap_or_else(|| "default".to_string());
+        env.config_path = env.file("AWS_CONFIG_FILE", "config");
+        env.config = match &env.config_path {
+            Some(p) => read_ini(p)?,
+            None => Vec::new(),
+        };
+        Ok(env)
     }
 
-    let endpoint = match (&options.endpoint, var("AWS_ENDPOINT_URL_S3"), var("AWS_ENDPOINT_URL")) {
-        (Some(e), _, _) if !e.is_empty() => Some(Endpoint::parse(e, "the options")?),
-        (_, Some(e), _) => Some(Endpoint::parse(&e, "AWS_ENDPOINT_URL_S3")?),
-        (_, _, Some(e)) => Some(Endpoint::parse(&e, "AWS_ENDPOINT_URL")?),
-        _ => None,
-    };
-    let virtual_hosted = match options.addressing {
-        S3Addressing::Auto => endpoint.is_none(),
-        S3Addressing::Path => false,
-        S3Addressing::VirtualHosted => true,
-    };
-    Ok(Resolved { credentials, region, endpoint, virtual_hosted })
+    /// A variable, unless unset or empty.
+    fn var(&self, name: &str) -> Option<String> {
+        (self.var)(name).filter(|v| !v.is_empty())
+    }
+
+    fn file(&self, var: &str, name: &str) -> Option<PathBuf> {
+        self.var(var).map(PathBuf::from).or_else(|| self.home.as_ref().map(|h| h.join(".aws").join(name)))
+    }
+
+    /// The profile's section of the config file: `[default]` (or
+    /// `[profile default]`), `[profile name]`.
+    fn config_section(&self) -> String {
+        if self.profile != "default" {
+            format!("profile {}", self.profile)
+        } else if has_section(&self.config, "default") {
+            "default".to_string()
+        } else {
+            "profile default".to_string()
+        }
+    }
+
+    fn credentials(&self) -> Result<Option<S3Credentials>> {
+        match (self.var("AWS_ACCESS_KEY_ID"), self.var("AWS_SECRET_ACCESS_KEY")) {
+            (Some(key_id), Some(secret)) => {
+                let token = self.var("AWS_SESSION_TOKEN");
+                return Ok(Some(S3Credentials { key_id, secret, token, from: "the environment".into() }));
+            }
+            (Some(_), None) | (None, Some(_)) => {
+                return Err(Error::invalid(
+                    "only one of AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY is set; set both, or neither to use a profile",
+                ));
+            }
+            (None, None) => {}
+        }
+        let creds_path = self.file("AWS_SHARED_CREDENTIALS_FILE", "credentials");
+        let creds = match &creds_path {
+            Some(p) => read_ini(p)?,
+            None => Vec::new(),
+        };
+        let found = match self.keys_in(&creds, &self.profile, &creds_path)? {
+            Some(c) => Some(c),
+            None => self.keys_in(&self.config, &self.config_section(), &self.config_path)?,
+        };
+        if found.is_none() && self.explicit_profile {
+            return Err(Error::invalid(format!(
+                "AWS_PROFILE names profile {}, which has no aws_access_key_id and aws_secret_access_key in {} or {}; \
+                 bale reads static keys only: set them there or in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
+                self.profile,
+                show(&creds_path),
+                show(&self.config_path)
+            )));
+        }
+        Ok(found)
+    }
+
+    fn keys_in(&self, ini: &Ini, section: &str, path: &Option<PathBuf>) -> Result<Option<S3Credentials>> {
+        let profile = &self.profile;
+        let path = show(path);
+        match (lookup(ini, section, "aws_access_key_id"), lookup(ini, section, "aws_secret_access_key")) {
+            (Some(key_id), Some(secret)) => Ok(Some(S3Credentials {
+                key_id,
+                secret,
+                token: lookup(ini, section, "aws_session_token"),
+                from: format!("profile {profile} in {path}"),
+            })),
+            (None, None) => Ok(None),
+            _ => Err(Error::invalid(format!(
+                "profile {profile} in {path} has only one of aws_access_key_id and aws_secret_access_key; give both"
+            ))),
+        }
+    }
+
+    /// Region and endpoint (no credentials).
+    fn place(&self, options: &S3Options) -> Result<Resolved> {
+        let region = options
+            .region
+            .clone()
+            .filter(|r| !r.is_empty())
+            .or_else(|| self.var("AWS_REGION"))
+            .or_else(|| self.var("AWS_DEFAULT_REGION"))
+            .or_else(|| lookup(&self.config, &self.config_section(), "region"))
+            .unwrap_or_else(|| "us-east-1".to_string());
+        if !region.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+            return Err(Error::invalid(format!("{region:?} is not an S3 region name (like us-east-1)")));
+        }
+        let endpoint = match (&options.endpoint, self.var("AWS_ENDPOINT_URL_S3"), self.var("AWS_ENDPOINT_URL")) {
+            (Some(e), _, _) if !e.is_empty() => Some(Endpoint::parse(e, "the options")?),
+            (_, Some(e), _) => Some(Endpoint::parse(&e, "AWS_ENDPOINT_URL_S3")?),
+            (_, _, Some(e)) => Some(Endpoint::parse(&e, "AWS_ENDPOINT_URL")?),
+            _ => None,
+        };
+        let virtual_hosted = match options.addressing {
+            S3Addressing::Auto => endpoint.is_none(),
+            S3Addressing::Path => false,
+            S3Addressing::VirtualHosted => true,
+        };
+        Ok(Resolved { credentials: None, region, endpoint, virtual_hosted })
+    }
 }
 
 fn show(p: &Option<PathBuf>) -> String {
