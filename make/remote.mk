@@ -1,0 +1,36 @@
+# Remotes in S3-compatible buckets (the core's feature `s3`), tested
+# against two local servers on 127.0.0.1 with dummy credentials:
+#
+#   make test-remote-s3   the remote unit tests with the feature, then
+#                         moto's server mode (PyPI, into .venv from
+#                         tests/s3/requirements.txt) and s3s-fs (crates.io,
+#                         `cargo install`ed into <target>/tools when
+#                         missing), each started and stopped by
+#                         tests/s3/with-server.sh
+
+PLATFORM_TESTS += test-remote-s3
+
+PY_VENV ?= .venv
+PY ?= $(PY_VENV)/bin/python
+S3_PY_DEPS := tests/s3/requirements.txt
+S3_TOOLS := $(abspath $(or $(CARGO_TARGET_DIR),target))/tools
+# 0.14.1: later releases need Rust 1.96.
+S3S_FS_VERSION := 0.14.1
+S3S_FS := $(S3_TOOLS)/bin/s3s-fs
+
+.PHONY: test-remote-s3 s3s-fs-tool
+
+$(PY_VENV)/.s3-deps: $(S3_PY_DEPS) | python-venv
+	$(PY) -m pip install -q --disable-pip-version-check -r $(S3_PY_DEPS)
+	touch $@
+
+s3s-fs-tool:
+	@if [ "$$($(S3S_FS) --version 2>/dev/null)" != "s3s-fs $(S3S_FS_VERSION)" ]; then \
+		echo "installing s3s-fs $(S3S_FS_VERSION) (cargo install, about 3 minutes)"; \
+		$(CARGO) install s3s-fs --locked --version $(S3S_FS_VERSION) --features binary --root $(S3_TOOLS); \
+	fi
+
+test-remote-s3: $(PY_VENV)/.s3-deps s3s-fs-tool
+	$(CARGO) test --locked -p bale --features s3 --lib remote::
+	S3_PYTHON=$(PY) tests/s3/with-server.sh moto -- true
+	S3S_FS=$(S3S_FS) tests/s3/with-server.sh s3s -- true
