@@ -2,11 +2,13 @@
 # against two local servers on 127.0.0.1 with dummy credentials:
 #
 #   make test-remote-s3   the remote unit tests with the feature, then
-#                         moto's server mode (PyPI, into .venv from
-#                         tests/s3/requirements.txt) and s3s-fs (crates.io,
-#                         `cargo install`ed into <target>/tools when
-#                         missing), each started and stopped by
-#                         tests/s3/with-server.sh
+#                         core/tests/remote_s3.rs against moto's server mode
+#                         (PyPI, into .venv from tests/s3/requirements.txt)
+#                         and against s3s-fs (crates.io, `cargo install`ed
+#                         into <target>/tools when missing), each started
+#                         and stopped by tests/s3/with-server.sh
+#
+# The suite fails, never skips, without a server.
 
 PLATFORM_TESTS += test-remote-s3
 
@@ -30,7 +32,10 @@ s3s-fs-tool:
 		$(CARGO) install s3s-fs --locked --version $(S3S_FS_VERSION) --features binary --root $(S3_TOOLS); \
 	fi
 
+S3_TEST := $(CARGO) test --locked -p bale --features s3 --test remote_s3
+
 test-remote-s3: $(PY_VENV)/.s3-deps s3s-fs-tool
 	$(CARGO) test --locked -p bale --features s3 --lib remote::
-	S3_PYTHON=$(PY) tests/s3/with-server.sh moto -- true
-	S3S_FS=$(S3S_FS) tests/s3/with-server.sh s3s -- true
+	$(S3_TEST) --no-run
+	S3_PYTHON=$(PY) tests/s3/with-server.sh moto -- $(S3_TEST)
+	S3S_FS=$(S3S_FS) tests/s3/with-server.sh s3s -- $(S3_TEST)
