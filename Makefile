@@ -22,9 +22,12 @@ deps:
 	@command -v cargo >/dev/null || { echo "cargo is missing: install rustup (https://rustup.rs)"; exit 1; }
 	@rustup component list --installed 2>/dev/null | grep -q clippy || rustup component add clippy rustfmt
 
+# The remote step uses moto's S3 server from .venv (make/remote.mk); if it
+# cannot be installed, the demo says so and uses a folder as the bucket.
 demo: deps
 	$(CARGO) build --release --locked -p bale-cli
-	./scripts/demo.sh $${CARGO_TARGET_DIR:-target}/release/bale
+	@$(MAKE) -s $(PY_VENV)/.s3-deps >/dev/null 2>&1 || echo "demo: moto could not be installed; the remote step will use a folder"
+	DEMO_S3_PYTHON=$(abspath $(PY_VENV))/bin/python ./scripts/demo.sh $${CARGO_TARGET_DIR:-target}/release/bale
 
 test: deps lint corpus-check test-rust test-posix-locks check-macos $(BINDING_TESTS) $(PLATFORM_TESTS)
 

@@ -5,7 +5,10 @@
 # same keys up in both files. Then an object store: an asset tree of
 # a few thousand small files and three large ones goes in, a slightly changed
 # copy goes in after it, and the store is packed, validated and asked what
-# deduplication and compression saved. Everything happens in a temporary
+# deduplication and compression saved; then it is pushed to an S3 bucket
+# (moto's server on 127.0.0.1, or a folder when no server can be started),
+# cloned lazily into a new store, and one large object is read there by
+# range reads (scripts/demo-remote.sh). Everything happens in a temporary
 # directory that is removed at the end (about 1.5 GB at its largest).
 #
 # Usage: scripts/demo.sh path/to/bale     (`make demo` builds it and runs this)
@@ -241,5 +244,13 @@ print(f"           but the records grew by only {mib(s2['stored_bytes'] - s1['st
 print(f"in all:    {mib(given)} added, {mib(s3['stored_bytes'])} of records, {mib(s3['disk_bytes'])} on disk in "
       f"{s3['disk_files']} files ({given / s3['disk_bytes']:.1f}x less)")
 PY
+
+say "Remotes: the store in an S3 bucket, a lazy clone, one object read"
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+if [[ -n ${DEMO_S3_PYTHON:-} ]] && "$DEMO_S3_PYTHON" -c 'import moto' 2>/dev/null; then
+    S3_PYTHON=$DEMO_S3_PYTHON "$HERE/tests/s3/with-server.sh" moto -- "$HERE/scripts/demo-remote.sh" "$BIN" "$OBJS" "$ID" "$WORK"
+else
+    "$HERE/scripts/demo-remote.sh" "$BIN" "$OBJS" "$ID" "$WORK"
+fi
 
 say "The object store part took $((SECONDS - OBJ_START)) s; done in $((SECONDS - START)) s. Try \`$1 bench kv\` for a quick benchmark."
