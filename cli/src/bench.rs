@@ -39,6 +39,12 @@ pub enum BenchCommand {
         after_help = EXIT_CODES_HELP
     )]
     Lookup(LookupArgs),
+    /// Read objects of a lazy clone from its remote (cold), then locally (warm).
+    #[command(after_help = EXIT_CODES_HELP)]
+    RemoteRead(crate::bench_remote::RemoteReadArgs),
+    /// Writers racing to commit to one remote: commits per second, attempts.
+    #[command(after_help = EXIT_CODES_HELP)]
+    RemoteCommits(crate::bench_remote::RemoteCommitsArgs),
 }
 
 #[derive(Args, Debug)]
@@ -78,6 +84,8 @@ pub fn run(ctx: &Ctx, cmd: BenchCommand) -> Result<u8, Failure> {
     match cmd {
         BenchCommand::Kv(a) => kv(ctx, a),
         BenchCommand::Lookup(a) => lookup(ctx, a),
+        BenchCommand::RemoteRead(a) => crate::bench_remote::remote_read(ctx, a),
+        BenchCommand::RemoteCommits(a) => crate::bench_remote::remote_commits(ctx, a),
     }
 }
 

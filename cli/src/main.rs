@@ -6,6 +6,7 @@
 
 mod admin;
 mod bench;
+mod bench_remote;
 mod bitable;
 mod fail;
 mod inspect;

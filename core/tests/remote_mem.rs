@@ -504,6 +504,7 @@ fn a_store_keeps_its_remotes_by_name_without_credentials() {
         endpoint: Some("http://127.0.0.1:9".into()),
         region: None,
         path_style: Some(true),
+        single_writer: false,
     };
     let cache = a.add_remote("origin", &cfg).unwrap();
     assert_eq!(a.add_remote("origin", &cfg).unwrap_err().kind(), ErrorKind::Conflict);

@@ -127,6 +127,7 @@ fn a_store_connects_only_where_conditional_writes_hold() {
         endpoint: Some(env("BALE_S3_ENDPOINT")),
         region: None,
         path_style: Some(true),
+        single_writer: false,
     };
     let r = a.connect_remote("origin", &config, 60_000);
     if moto() {
@@ -135,8 +136,18 @@ fn a_store_connects_only_where_conditional_writes_hold() {
         let remote = a.open_remote("origin").unwrap();
         assert_eq!(remote.push(&a, &PushOptions::default(), &mut none).unwrap().generation, 1);
     } else {
-        assert_eq!(r.unwrap_err().kind(), ErrorKind::Conflict);
+        let e = r.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Conflict);
+        assert!(e.message().contains("--single-writer"), "{e}");
         assert!(a.remote_names().unwrap().is_empty(), "a refused remote is not recorded");
+        // On the user's word that one writer pushes, it is used.
+        let single = RemoteConfig { single_writer: true, ..config };
+        a.connect_remote("origin", &single, 60_000).unwrap();
+        let remote = a.open_remote("origin").unwrap();
+        assert_eq!(remote.push(&a, &PushOptions::default(), &mut none).unwrap().generation, 1);
+        let c = store(&d.join("c"));
+        remote.pull(&c, &mut none).unwrap();
+        assert_eq!(c.get(&HashKind::Blake3.hash(b"connected")).unwrap(), b"connected");
     }
 }
 

@@ -75,6 +75,10 @@ pub struct AddArgs {
     /// Virtual-hosted requests (bucket.endpoint/key).
     #[arg(long)]
     virtual_hosted: bool,
+    /// Accept a server whose conditional writes do not hold, promising that
+    /// only one writer ever pushes to this remote.
+    #[arg(long)]
+    single_writer: bool,
     /// For a new remote: how long gc keeps unneeded packs (s, m, h or d suffix).
     #[arg(long, default_value = DEFAULT_GRACE, value_parser = duration_ms)]
     grace: u64,
@@ -177,7 +181,13 @@ fn add(ctx: &Ctx, a: AddArgs) -> Result<u8, Failure> {
         (_, true) => Some(false),
         _ => None,
     };
-    let config = RemoteConfig { url: a.url.clone(), endpoint: a.endpoint, region: a.region, path_style };
+    let config = RemoteConfig {
+        url: a.url.clone(),
+        endpoint: a.endpoint,
+        region: a.region,
+        path_style,
+        single_writer: a.single_writer,
+    };
     let m = store.connect_remote(&a.name, &config, a.grace).map_err(|e| store_failure(&a.store, e))?;
     if ctx.json {
         print_json(&json!({

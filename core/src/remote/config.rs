@@ -22,6 +22,9 @@ pub struct RemoteConfig {
     /// ones (`bucket.endpoint/key`, false); `None`: path-style with an
     /// endpoint, virtual-hosted on AWS.
     pub path_style: Option<bool>,
+    /// Recorded by a user who vouches that only one writer ever pushes: the
+    /// server's conditional writes were not required (or did not hold).
+    pub single_writer: bool,
 }
 
 impl RemoteConfig {
@@ -35,6 +38,9 @@ impl RemoteConfig {
         }
         if let Some(p) = self.path_style {
             s.push_str(&format!("path_style = {p}\n"));
+        }
+        if self.single_writer {
+            s.push_str("single_writer = true\n");
         }
         s
     }
@@ -52,6 +58,9 @@ impl RemoteConfig {
                 "path_style" => {
                     let on: bool = v.parse().map_err(|_| bad(format!("path_style {v:?} is not true or false")))?;
                     c.path_style = Some(on);
+                }
+                "single_writer" => {
+                    c.single_writer = v.parse().map_err(|_| bad(format!("single_writer {v:?} is not true or false")))?
                 }
                 // Written by a newer bale: kept out of the way.
                 _ => {}
@@ -127,7 +136,20 @@ impl ObjectStore {
             ));
         }
         let bucket = open_bucket(config)?;
-        super::probe_conditional_writes(&*bucket)?;
+        match super::probe_conditional_writes(&*bucket) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::Conflict && config.single_writer => {}
+            Err(e) if e.kind() == ErrorKind::Conflict => {
+                return Err(Error::new(
+                    ErrorKind::Conflict,
+                    format!(
+                        "{}; if only one writer will ever push to it, add it as a single-writer remote (`--single-writer`)",
+                        e.message()
+                    ),
+                ));
+            }
+            Err(e) => return Err(e),
+        }
         let m = super::Remote::new(bucket.clone()).create(self.hash_kind(), grace_ms)?;
         let cache = self.add_remote(name, config)?;
         super::Remote::new(bucket).with_cache(cache).remember_manifest(&m)?;
@@ -208,6 +230,7 @@ mod tests {
             endpoint: Some("http://127.0.0.1:9000".into()),
             region: Some("eu-west-1".into()),
             path_style: Some(true),
+            single_writer: true,
         };
         assert_eq!(RemoteConfig::decode(&c.encode(), "t").unwrap(), c);
         assert_eq!(RemoteConfig::decode("url = http://x\n", "t").unwrap_err().kind(), ErrorKind::Corrupt);
