@@ -348,8 +348,10 @@ impl Remote {
     }
 }
 
-/// One range read of a pack and the records it covers.
-pub(crate) struct RangeRead {
+/// One range read of a pack (`len` bytes from `start`) and the records it
+/// covers.
+#[derive(Debug, Clone)]
+pub struct RangeRead {
     pub pack: PackRef,
     pub start: u64,
     pub len: u64,

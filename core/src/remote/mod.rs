@@ -25,7 +25,7 @@ pub use cache::RemoteCache;
 #[cfg(native_fs)]
 pub use config::open_bucket;
 pub use config::{RemoteConfig, check_remote_name};
-pub use fetch::PullReport;
+pub use fetch::{PullReport, RangeRead};
 #[cfg(native_fs)]
 pub use fs_bucket::FsBucket;
 pub use gc::{GcOptions, GcReport, LEASE_KEY};
@@ -34,5 +34,6 @@ pub use manifest::{Manifest, PackId, PackRef, Tombstone};
 pub use pack_index::{IndexEntry, PackBuilder};
 pub use probe::probe_conditional_writes;
 pub use push::{PushOptions, PushReport};
+pub use read::ObjectRead;
 #[cfg(all(feature = "s3", native_fs))]
 pub use s3::{S3Addressing, S3Bucket, S3Credentials, S3Location, S3Options};

@@ -1,9 +1,13 @@
 //! Reading objects straight from a remote, without a local store (the
 //! browser, a one-off read): the records an object or a range of it needs,
-//! fetched by range reads and verified on arrival.
+//! fetched by range reads and verified on arrival. [`ObjectRead`] holds the
+//! steps, a level of the object's records at a time, for a caller that
+//! fetches the bytes itself (asynchronously, in the browser);
+//! [`Remote::read_range`] runs them through the bucket.
 
 use std::collections::HashMap;
 
+use super::fetch::RangeRead;
 use super::handle::{Located, Remote, RemoteIndex};
 use crate::error::{Error, ErrorKind, Result};
 use crate::objects::chunk_list::decode_list;
@@ -11,25 +15,148 @@ use crate::objects::entry::FLAG_OBJECT;
 use crate::objects::record::RecordKind;
 use crate::objects::{HashKind, ObjectId, VerifiedRecord, verify_record};
 
+/// A read of part of one object: [`reads`](Self::reads) are the range
+/// reads the next level of its records needs, [`feed`](Self::feed) takes
+/// their bytes and checks every record, and [`finish`](Self::finish) gives
+/// the bytes once no read is left.
+pub struct ObjectRead {
+    hash: HashKind,
+    id: ObjectId,
+    size: u64,
+    start: u64,
+    end: u64,
+    out: Vec<u8>,
+    /// The next level's records: where each one's content begins in the
+    /// object, how long its parent says it is, and where it lies.
+    level: Vec<(u64, u64, Located)>,
+    reads: Vec<RangeRead>,
+}
+
+impl ObjectRead {
+    /// The range reads the next level needs; none once the read is done.
+    pub fn reads(&self) -> &[RangeRead] {
+        &self.reads
+    }
+
+    /// Takes the bytes of every read of [`reads`](Self::reads), in order:
+    /// checks each record against its id (and its length against what its
+    /// parent says), copies what falls in the range, and plans the next
+    /// level from the lists.
+    pub fn feed(&mut self, remote: &Remote, index: &RemoteIndex, bytes: Vec<Vec<u8>>) -> Result<()> {
+        let locs: Vec<Located> = self.level.iter().map(|(_, _, l)| *l).collect();
+        let recs = remote.verify_reads(self.hash, &self.reads, bytes, &locs)?;
+        let (start, end) = (self.start, self.end);
+        let mut next = Vec::new();
+        for ((lo, len, _), r) in std::mem::take(&mut self.level).into_iter().zip(recs) {
+            let id = r.header.id;
+            let got = match r.header.kind {
+                RecordKind::Blob | RecordKind::Chunk => r.payload.len() as u64,
+                RecordKind::List | RecordKind::Root => r.size,
+            };
+            if got != len {
+                return Err(Error::corrupt(format!(
+                    "object {}: record {id} holds {got} bytes where {len} were named; the remote is damaged",
+                    self.id
+                )));
+            }
+            if matches!(r.header.kind, RecordKind::Blob | RecordKind::Chunk) {
+                let (a, b) = (lo.max(start), (lo + len).min(end));
+                if a < b
+                    && let (Some(dst), Some(src)) = (
+                        self.out.get_mut((a - start) as usize..(b - start) as usize),
+                        r.payload.get((a - lo) as usize..(b - lo) as usize),
+                    )
+                {
+                    dst.copy_from_slice(src);
+                }
+                continue;
+            }
+            if start >= end {
+                continue;
+            }
+            let list = decode_list(&r.payload, self.hash.id_len(), r.header.level)?;
+            let mut pos = lo;
+            for e in &list.entries {
+                let (clo, chi) = (pos, pos.saturating_add(e.len));
+                pos = chi;
+                if chi <= start || clo >= end {
+                    continue;
+                }
+                let l = index.get(&e.id).ok_or_else(|| {
+                    Error::corrupt(format!(
+                        "object {}: list names {} which the remote does not hold; run `bale obj remote gc`",
+                        self.id, e.id
+                    ))
+                })?;
+                next.push((clo, e.len, *l));
+            }
+        }
+        let locs: Vec<Located> = next.iter().map(|(_, _, l)| *l).collect();
+        self.reads = remote.plan_ranges(&locs);
+        self.level = next;
+        Ok(())
+    }
+
+    /// The bytes read; a whole object is first checked against its id.
+    pub fn finish(self, remote: &Remote) -> Result<Vec<u8>> {
+        if !self.reads.is_empty() {
+            return Err(Error::invalid("the read is not done: feed it the bytes of its reads first"));
+        }
+        if self.start == 0 && self.end == self.size && self.hash.hash(&self.out) != self.id {
+            return Err(Error::new(
+                ErrorKind::ChecksumMismatch,
+                format!(
+                    "object {} read from {} does not hash to its id; the remote's copy is damaged",
+                    self.id,
+                    remote.bucket().describe()
+                ),
+            ));
+        }
+        Ok(self.out)
+    }
+}
+
 impl Remote {
     /// Records at `locs`, verified, in the same order; ranges of one pack
     /// merged and read `threads` at a time.
     pub fn fetch_records(&self, hash: HashKind, locs: &[Located]) -> Result<Vec<VerifiedRecord>> {
         let reads = self.plan_ranges(locs);
-        let mut by_id: HashMap<ObjectId, VerifiedRecord> = HashMap::with_capacity(locs.len());
+        let bytes = self.read_all(&reads)?;
+        self.verify_reads(hash, &reads, bytes, locs)
+    }
+
+    /// The bytes of `reads`, in order, `threads` at a time.
+    fn read_all(&self, reads: &[RangeRead]) -> Result<Vec<Vec<u8>>> {
+        let mut out = Vec::with_capacity(reads.len());
         for wave in reads.chunks(self.options.threads.max(1)) {
-            let got = self.parallel(wave, |r| self.bucket().get_range(&r.pack.id.pack_key(), r.start, r.len))?;
-            for (r, bytes) in wave.iter().zip(got) {
-                for e in &r.entries {
-                    let at = format!("{} at offset {}", r.pack.id.pack_key(), e.offset);
-                    let from = (e.offset - r.start) as usize;
-                    let rec = bytes
-                        .get(from..from + e.record_len() as usize)
-                        .ok_or_else(|| Error::corrupt(format!("{at}: the range read came back short")))?;
-                    let v = verify_record(hash, rec, &at)?;
-                    super::fetch::check_matches(&v.header, e, &at)?;
-                    by_id.insert(e.id, v);
-                }
+            out.extend(self.parallel(wave, |r| self.bucket().get_range(&r.pack.id.pack_key(), r.start, r.len))?);
+        }
+        Ok(out)
+    }
+
+    /// The records at `locs` from the bytes of `reads` (planned for them),
+    /// each checked against its id and its index entry; in `locs` order.
+    fn verify_reads(
+        &self,
+        hash: HashKind,
+        reads: &[RangeRead],
+        bytes: Vec<Vec<u8>>,
+        locs: &[Located],
+    ) -> Result<Vec<VerifiedRecord>> {
+        if bytes.len() != reads.len() {
+            return Err(Error::invalid(format!("{} reads were planned, {} given", reads.len(), bytes.len())));
+        }
+        let mut by_id: HashMap<ObjectId, VerifiedRecord> = HashMap::with_capacity(locs.len());
+        for (r, bytes) in reads.iter().zip(bytes) {
+            for e in &r.entries {
+                let at = format!("{} at offset {}", r.pack.id.pack_key(), e.offset);
+                let from = (e.offset - r.start) as usize;
+                let rec = bytes
+                    .get(from..from + e.record_len() as usize)
+                    .ok_or_else(|| Error::corrupt(format!("{at}: the range read came back short")))?;
+                let v = verify_record(hash, rec, &at)?;
+                super::fetch::check_matches(&v.header, e, &at)?;
+                by_id.insert(e.id, v);
             }
         }
         locs.iter()
@@ -42,18 +169,16 @@ impl Remote {
             .collect()
     }
 
-    /// `len` bytes of object `id` from `offset` (fewer at its end), read
-    /// from the remote: only the records the range needs. Every chunk is
-    /// checked against its id and every list against its id; a whole
-    /// object read is also checked against the object's id.
-    pub fn read_range(
+    /// Starts a read of `len` bytes of object `id` from `offset` (fewer at
+    /// its end): its first read is of the object's own record.
+    pub fn start_read(
         &self,
         index: &RemoteIndex,
         hash: HashKind,
         id: &ObjectId,
         offset: u64,
         len: u64,
-    ) -> Result<Vec<u8>> {
+    ) -> Result<ObjectRead> {
         let top = *index.get(id).filter(|l| l.entry.flags & FLAG_OBJECT != 0).ok_or_else(|| {
             Error::new(ErrorKind::NotFound, format!("object {id} is not in {}", self.bucket().describe()))
         })?;
@@ -67,61 +192,36 @@ impl Remote {
             Error::new(ErrorKind::TooLarge, format!("{want} bytes do not fit in memory; read a smaller range"))
         })?;
         out.resize(want, 0);
-        let rec = self.fetch_records(hash, &[top])?.pop().ok_or_else(|| Error::corrupt("nothing read"))?;
-        if rec.header.kind == RecordKind::Blob {
-            out.copy_from_slice(rec.payload.get(start as usize..end as usize).unwrap_or_default());
-            return Ok(out);
+        Ok(ObjectRead {
+            hash,
+            id: *id,
+            size,
+            start,
+            end,
+            out,
+            level: vec![(0, size, top)],
+            reads: self.plan_ranges(&[top]),
+        })
+    }
+
+    /// `len` bytes of object `id` from `offset` (fewer at its end), read
+    /// from the remote: only the records the range needs, a level at a
+    /// time. Every chunk is checked against its id and every list against
+    /// its id; a whole object read is also checked against the object's id.
+    pub fn read_range(
+        &self,
+        index: &RemoteIndex,
+        hash: HashKind,
+        id: &ObjectId,
+        offset: u64,
+        len: u64,
+    ) -> Result<Vec<u8>> {
+        let mut read = self.start_read(index, hash, id, offset, len)?;
+        while !read.reads().is_empty() {
+            let bytes = self.read_all(read.reads())?;
+            read.feed(self, index, bytes)?;
         }
-        // Lists at one depth: where each begins in the object, its payload
-        // and level.
-        let mut lists = vec![(0u64, rec.payload, rec.header.level)];
-        while !lists.is_empty() && start < end {
-            let mut wanted: Vec<(u64, Located)> = Vec::new();
-            // Lists at one depth share a level; level 0 names chunks.
-            let chunks = lists.first().is_some_and(|l| l.2 == 0);
-            for (at, payload, level) in &lists {
-                let list = decode_list(payload, hash.id_len(), *level)?;
-                let mut pos = *at;
-                for e in &list.entries {
-                    let (lo, hi) = (pos, pos + e.len);
-                    pos = hi;
-                    if hi <= start || lo >= end {
-                        continue;
-                    }
-                    let l = index.get(&e.id).ok_or_else(|| {
-                        Error::corrupt(format!("object {id}: list names {} which the remote does not hold", e.id))
-                    })?;
-                    wanted.push((lo, *l));
-                }
-            }
-            let locs: Vec<Located> = wanted.iter().map(|(_, l)| *l).collect();
-            let recs = self.fetch_records(hash, &locs)?;
-            let mut next = Vec::new();
-            for ((lo, _), r) in wanted.into_iter().zip(recs) {
-                if chunks {
-                    // Chunks: copy the part inside the range.
-                    let hi = lo + r.payload.len() as u64;
-                    let (a, b) = (lo.max(start), hi.min(end));
-                    let src = r.payload.get((a - lo) as usize..(b - lo) as usize).unwrap_or_default();
-                    if let Some(dst) = out.get_mut((a - start) as usize..(b - start) as usize) {
-                        dst.copy_from_slice(src);
-                    }
-                } else {
-                    next.push((lo, r.payload, r.header.level));
-                }
-            }
-            lists = next;
-        }
-        if start == 0 && end == size && hash.hash(&out) != *id {
-            return Err(Error::new(
-                ErrorKind::ChecksumMismatch,
-                format!(
-                    "object {id} read from {} does not hash to its id; the remote's copy is damaged",
-                    self.bucket().describe()
-                ),
-            ));
-        }
-        Ok(out)
+        read.finish(self)
     }
 
     /// The whole object `id`, read from the remote.
