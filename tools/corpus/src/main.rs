@@ -1,18 +1,23 @@
 //! bale-corpus: writes the golden corpus of `tests/corpus` and checks that
 //! the checked-in files are what this build writes.
 //!
-//! usage: bale-corpus generate DIR | bale-corpus check DIR
+//! usage: bale-corpus generate DIR | bale-corpus check DIR |
+//!        bale-corpus remote-fixture OUT_DIR
 //!
 //! Writers are deterministic (seeded generator, no clocks), so `check`
 //! regenerates every case of the current format version and compares it
 //! byte for byte. Directories of older format versions are frozen: `check`
 //! leaves them alone and the runners keep reading them.
+//!
+//! `remote-fixture` writes remotes as folders for the suites that read
+//! them over HTTP (remote_fixture.rs); they are not part of the corpus.
 
 mod bitables;
 mod cases;
 mod damage;
 mod objects;
 mod queries;
+mod remote_fixture;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -170,10 +175,12 @@ fn check(dir: &Path) -> std::io::Result<Vec<String>> {
     Ok(drift)
 }
 
+const USAGE: &str = "usage: bale-corpus generate DIR | bale-corpus check DIR | bale-corpus remote-fixture OUT_DIR";
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let (Some(cmd), Some(dir)) = (args.get(1), args.get(2)) else {
-        eprintln!("usage: bale-corpus generate DIR | bale-corpus check DIR");
+        eprintln!("{USAGE}");
         return ExitCode::from(2);
     };
     let dir = Path::new(dir);
@@ -205,8 +212,18 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        "remote-fixture" => match remote_fixture::write(dir) {
+            Ok(()) => {
+                println!("wrote a remote fixture under {}", dir.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("bale-corpus: {e}");
+                ExitCode::FAILURE
+            }
+        },
         _ => {
-            eprintln!("usage: bale-corpus generate DIR | bale-corpus check DIR");
+            eprintln!("{USAGE}");
             ExitCode::from(2)
         }
     }
