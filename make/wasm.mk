@@ -7,8 +7,9 @@
 # pkg/bundler/ (--target bundler: bundlers that import .wasm as a module).
 # The package's exports map says which serves which condition.
 #
-#   make test-wasm       install what is missing, build the module, run the
-#                        Node suite and the headless-Chromium suite
+#   make test-wasm       install what is missing, build the module, write
+#                        the remote fixture, run the Node suite and the
+#                        headless-Chromium suite
 #   make lint-wasm       clippy for the wasm32 build (part of `make lint`)
 #   make wasm-pkg        build bindings/wasm/pkg only
 #   make wasm-inspector  build, then serve the inspector on 127.0.0.1
@@ -27,7 +28,7 @@ WASM_TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 WASM_ARTIFACT := $(WASM_TARGET_DIR)/wasm32-unknown-unknown/release/bale_wasm.wasm
 WASM_BINDGEN_VERSION = $(shell grep -A1 '^name = "wasm-bindgen"$$' Cargo.lock | sed -n 's/^version = "\(.*\)"/\1/p')
 
-.PHONY: test-wasm wasm-pkg wasm-tools wasm-target wasm-inspector lint-wasm
+.PHONY: test-wasm wasm-pkg wasm-tools wasm-target wasm-inspector lint-wasm wasm-remote-fixture
 
 wasm-target:
 	@rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
@@ -57,8 +58,16 @@ wasm-pkg: wasm-tools
 
 # The suites are the root package.json's test:wasm (tests/wasm and the
 # headless-Chromium one); playwright-core downloads no browser.
-test-wasm: wasm-pkg npm-deps
-	npm run --silent test:wasm
+test-wasm: wasm-pkg npm-deps wasm-remote-fixture
+	REMOTE_FIXTURE=$(abspath $(REMOTE_FIXTURE)) npm run --silent test:wasm
+
+# Remotes as folders, served over HTTP to tests/wasm/remote.test.mjs and
+# the Chromium suite. Written afresh each run and never committed: a
+# remote's id and its packs' names are random by design.
+REMOTE_FIXTURE := $(WASM_TARGET_DIR)/remote-fixture
+wasm-remote-fixture:
+	rm -rf $(REMOTE_FIXTURE)
+	$(CARGO) run -q --locked -p bale-corpus -- remote-fixture $(REMOTE_FIXTURE)
 
 # `bale inspect` with the page embedded; FILE=path opens a store in it.
 wasm-inspector: wasm-pkg

@@ -2,7 +2,8 @@
 // playwright-core): the golden corpus (tree stores, range queries, object
 // stores, bitables) walked in a worker through the Blob backend;
 // WorkerStore; an object store directory chosen with <input
-// webkitdirectory> and read in a worker; object stores opened by URL. The inspector app has its own
+// webkitdirectory> and read in a worker; object stores opened by URL; a
+// remote read over HTTP on the main thread and in a worker. The inspector app has its own
 // suite (inspector.test.mjs). Screenshots are kept in
 // target/browser-artifacts/.
 import { test } from 'node:test';
@@ -12,7 +13,8 @@ import { createHash } from 'node:crypto';
 import { basename, join } from 'node:path';
 
 import { canonical } from '../wasm/corpus.js';
-import { ARTIFACTS, CORPUS, base, manifest, newPage, rangeBytes, requests, runPage } from './harness.mjs';
+import { RemoteObjects } from '../../bindings/wasm/js/node.js';
+import { ARTIFACTS, CORPUS, REMOTE_FIXTURE, base, manifest, newPage, rangeBytes, requests, runPage } from './harness.mjs';
 
 test('corpus: every case, range query, object store and bitable opened from Blobs in a Web Worker', async () => {
   const { page, errors, run } = await runPage('/tests/browser/corpus.html', 'corpusRun', 120000);
@@ -282,6 +284,40 @@ test('ObjectStore.fromUrl: every object store case read by URL in a worker, each
   // What onProgress throws comes out of validate, after one call.
   assert.equal(refused.thrown.message, 'stop after 1 call');
   await page.screenshot({ path: join(ARTIFACTS, 'objects-url.png'), fullPage: true });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('RemoteObjects: a remote read by URL on the main thread and by a resolver in a worker, with GET requests only', async () => {
+  // A missing fixture fails the run.
+  const want = JSON.parse(readFileSync(join(REMOTE_FIXTURE, 'expected.json'), 'utf8'));
+  const big = want.objects.find((o) => o.size === 2_100_000);
+  const before = new Map(requests);
+  const { page, errors, run } = await runPage(`/tests/browser/remote.html?id=${big.id}`, 'remoteRun', 60000);
+  assert.equal(run.error, undefined, JSON.stringify(run.error));
+  // The same range read in Node, for comparison.
+  const node = await RemoteObjects.fromUrl(`${base}/remote-fixture/remote/`);
+  const range = Buffer.from(await node.getRange(big.id, 1_234_567, 100)).toString('hex');
+  for (const where of ['main', 'worker']) {
+    const r = run[where];
+    assert.deepEqual(
+      { generation: r.opened.generation, hash: r.opened.hash, packCount: r.opened.packCount, objectCount: r.opened.objectCount },
+      { generation: want.generation, hash: want.hash, packCount: want.packs, objectCount: want.objects.length },
+      where,
+    );
+    assert.equal(r.opened.traffic.requests, 1 + want.packs, where);
+    assert.equal(r.size, big.size, where);
+    assert.equal(r.sha256, big.sha256, where);
+    assert.equal(r.range, range, where);
+    assert.equal(r.rangeMatches, true, where);
+    assert.deepEqual(r.listed, want.objects.slice(0, 3).map((o) => o.id), where);
+    assert.ok(r.traffic.bytesReceived > big.size, `${where}: ${JSON.stringify(r.traffic)}`);
+    assert.deepEqual(r.damaged, { name: 'BaleError', code: 'CHECKSUM_MISMATCH', isError: true }, where);
+  }
+  // Every request for the remotes was a GET.
+  const sent = [...requests].filter(([k, n]) => k.includes(' /remote-fixture/') && n > (before.get(k) ?? 0)).map(([k]) => k);
+  assert.ok(sent.some((k) => k.startsWith('GET /remote-fixture/remote/packs/') && k.endsWith('.pack')), JSON.stringify(sent));
+  assert.deepEqual(sent.filter((k) => !k.startsWith('GET ')), []);
   assert.deepEqual(errors, []);
   await page.close();
 });

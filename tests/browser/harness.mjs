@@ -18,6 +18,8 @@ export const REPO = resolve(HERE, '../..');
 export const WASM = join(REPO, 'bindings/wasm');
 export const CORPUS = process.env.CORPUS_DIR ? resolve(process.env.CORPUS_DIR) : join(REPO, 'tests/corpus');
 export const TARGET = process.env.CARGO_TARGET_DIR ? resolve(REPO, process.env.CARGO_TARGET_DIR) : join(REPO, 'target');
+// The remotes `bale-corpus remote-fixture` writes (make test-wasm does).
+export const REMOTE_FIXTURE = process.env.REMOTE_FIXTURE ? resolve(process.env.REMOTE_FIXTURE) : join(TARGET, 'remote-fixture');
 export const ARTIFACTS = process.env.BROWSER_ARTIFACTS ? resolve(process.env.BROWSER_ARTIFACTS) : join(TARGET, 'browser-artifacts');
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const FLAGS = [
@@ -39,6 +41,7 @@ const { chromium } = createRequire(join(WASM, 'package.json'))('playwright-core'
 // URL prefix -> directory. The inspector lives at /www/ and imports ../pkg/.
 const ROOTS = [
   ['/corpus/', CORPUS],
+  ['/remote-fixture/', REMOTE_FIXTURE],
   ['/tests/', join(REPO, 'tests')],
   ['/', WASM],
 ];

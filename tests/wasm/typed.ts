@@ -5,6 +5,7 @@ import init, {
   Bitable,
   BitableCursor,
   ObjectStore,
+  RemoteObjects,
   Store,
   bitableFormatVersion,
   errorCodes,
@@ -21,6 +22,8 @@ import init, {
   type ObjectOverview,
   type ObjectStats,
   type ObjectValidateReport,
+  type RemoteObjectInfo,
+  type RemoteTraffic,
   type PageKindName,
   type PageMap,
   type StoreEstimate,
@@ -190,4 +193,31 @@ export function bitable(file: File, bytes: Uint8Array, read: (offset: number, le
   code;
   t.close();
   return report;
+}
+
+export async function remote(presign: (key: string) => Promise<string>): Promise<Uint8Array> {
+  const r: RemoteObjects = await RemoteObjects.fromUrl('https://example.com/remotes/photos/');
+  const byUrl = await RemoteObjects.fromUrl(new URL('https://example.com/remotes/photos/?token=t'));
+  const signed = await RemoteObjects.fromResolver(presign);
+  const plain = await RemoteObjects.fromResolver((key: string) => new URL(key, 'https://example.com/r/'));
+  const counts: number = r.generation + r.packCount + r.objectCount + r.size('ab');
+  const hash: 'blake3' | 'sha256' | 'sha1' = signed.hash;
+  const page: RemoteObjectInfo[] = r.list({ after: new Uint8Array(32), limit: 10, reverse: true });
+  const chunked: boolean = page[0].chunked && r.has(page[0].id);
+  const whole: Uint8Array = await r.get(page[0].id);
+  const part: Uint8Array = await byUrl.getRange(page[0].id, 0, 100);
+  const t: RemoteTraffic = plain.traffic();
+  // @ts-expect-error fromResolver takes a function
+  RemoteObjects.fromResolver('https://example.com/');
+  // @ts-expect-error a resolver is given keys
+  RemoteObjects.fromResolver((key: number) => String(key));
+  // @ts-expect-error get is asynchronous
+  const sync: Uint8Array = r.get(page[0].id);
+  // @ts-expect-error no such option
+  r.list({ from: 'ab' });
+  sync;
+  counts + t.requests + t.bytesReceived + whole.length;
+  hash && chunked;
+  r.close();
+  return part;
 }

@@ -15,6 +15,12 @@
 //! a URL (a directory's base URL, or a store file's), each file read like
 //! a read-only tree store's.
 //!
+//! A [`RemoteObjects`] reads a remote (an object store's packs in a bucket
+//! or on a web server) over HTTP with `fetch()`, on a page's main thread,
+//! in a worker or in Node: GET requests only, objects and ranges of them
+//! fetched by range reads and verified; its methods that fetch return
+//! promises.
+//!
 //! A read-only [`Bitable`] opens the core's immutable sorted table from
 //! the same sources as a read-only store, and looks keys up, ranks and
 //! selects them, and walks them with cursors and ranges.
@@ -30,6 +36,8 @@ mod objects_inspect;
 mod objects_url;
 mod options;
 mod range;
+mod remote;
+mod remote_http;
 mod report;
 mod source;
 mod store;
@@ -46,6 +54,7 @@ pub use error::BaleError;
 use error::invalid;
 pub use objects::ObjectStore;
 pub use range::{Range, RangeIterator};
+pub use remote::RemoteObjects;
 pub use store::Store;
 
 #[wasm_bindgen(typescript_custom_section)]
