@@ -2,7 +2,8 @@
 # against two local servers on 127.0.0.1 with dummy credentials:
 #
 #   make test-remote-s3   the remote unit tests with the feature, then
-#                         core/tests/remote_s3.rs against moto's server mode
+#                         core/tests/remote_s3.rs (the bucket) and
+#                         remote_s3_protocol.rs (push, pull, gc) against moto's server mode
 #                         (PyPI, into .venv from tests/s3/requirements.txt)
 #                         and against s3s-fs (crates.io, `cargo install`ed
 #                         into <target>/tools when missing), each started
@@ -32,7 +33,7 @@ s3s-fs-tool:
 		$(CARGO) install s3s-fs --locked --version $(S3S_FS_VERSION) --features binary --root $(S3_TOOLS); \
 	fi
 
-S3_TEST := $(CARGO) test --locked -p bale --features s3 --test remote_s3
+S3_TEST := $(CARGO) test --locked -p bale --features s3 --test remote_s3 --test remote_s3_protocol
 
 test-remote-s3: $(PY_VENV)/.s3-deps s3s-fs-tool
 	$(CARGO) test --locked -p bale --features s3 --lib remote::
