@@ -13,12 +13,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use bale::objects::{Config, HashKind, ObjectId, ObjectOptions, ObjectStore};
+use bale::objects::{HashKind, ObjectId, ObjectOptions, ObjectStore};
 use bale::remote::manifest::MANIFEST_KEY;
 use bale::remote::{
     Bucket, Condition, Fetched, FsBucket, GcOptions, Listed, Manifest, PackBuilder, PackId, PushOptions, Remote,
     RemoteOptions, Tombstone, Written,
 };
+
+mod remote_gen;
+use remote_gen::{noise, small};
 
 const CHILD_ENV: &str = "BALE_REMOTE_KILL_CHILD";
 const GRACE_MS: u64 = 3000;
@@ -90,22 +93,6 @@ fn options() -> RemoteOptions {
         threads: 1,
         ..RemoteOptions::default()
     }
-}
-
-fn small() -> Config {
-    Config { chunk_min: 1024, chunk_avg: 4096, chunk_max: 16384, fanout: 16, ..Config::default() }
-}
-
-fn noise(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 fn child_main(spec: &str) {

@@ -8,40 +8,24 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use bale::ErrorKind;
 use bale::objects::dir::FsDir;
-use bale::objects::{Config, HashKind, ObjectId, ObjectOptions, ObjectStore};
+use bale::objects::{HashKind, ObjectId, ObjectStore};
 use bale::remote::fault::{Call, Fault, FaultBucket};
 use bale::remote::manifest::MANIFEST_KEY;
 use bale::remote::{
     Bucket, Condition, GcOptions, Manifest, MemBucket, PackBuilder, PushOptions, Remote, RemoteCache, RemoteOptions,
 };
 
+mod remote_gen;
+use remote_gen::{new_store, noise, none, tombstone_first_pack};
+
 const GRACE: u64 = 60_000;
 
 fn tmp(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("bale-remote-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn small() -> Config {
-    Config { chunk_min: 1024, chunk_avg: 4096, chunk_max: 16384, fanout: 16, ..Config::default() }
+    remote_gen::tmp("remote", name)
 }
 
 fn store(dir: &std::path::Path, name: &str) -> ObjectStore {
-    ObjectStore::open(dir.join(name), ObjectOptions { config: small(), ..ObjectOptions::create() }).unwrap()
-}
-
-fn noise(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    new_store(&dir.join(name))
 }
 
 /// Small objects, some compressible, and a few chunked ones.
@@ -67,8 +51,6 @@ fn remote(b: &Arc<MemBucket>) -> Remote {
     r.create(HashKind::Blake3, GRACE).unwrap();
     r
 }
-
-fn none(_: u64, _: u64) {}
 
 #[test]
 fn push_then_pull_round_trips_every_object_byte_for_byte() {
@@ -353,12 +335,7 @@ fn a_push_revives_a_tombstoned_pack_instead_of_sending_it_again() {
     let r = remote(&bucket);
     r.push(&a, &PushOptions::default(), &mut none).unwrap();
     // Tombstone the only pack, as if its objects had been dropped.
-    let (m, etag) = r.manifest().unwrap();
-    let mut next = m.clone();
-    next.generation += 1;
-    let p = next.packs.remove(0);
-    next.tombstones.push(bale::remote::Tombstone { pack: p, since_ms: bucket.now_ms() });
-    bucket.put(MANIFEST_KEY, &next.encode(), Condition::IfMatch(&etag)).unwrap();
+    tombstone_first_pack(&r);
     let rep = r.push(&a, &PushOptions::default(), &mut none).unwrap();
     assert_eq!((rep.records_sent, rep.revived), (0, 1));
     let (m, _) = r.manifest().unwrap();
@@ -380,12 +357,7 @@ fn gc_during_a_push_loses_nothing() {
     r.push(&a, &PushOptions::default(), &mut none).unwrap();
     // Tombstone the pack and let its grace period pass: the next push
     // plans to revive it, and gc deletes it just before that push commits.
-    let (m, etag) = r.manifest().unwrap();
-    let mut next = m.clone();
-    next.generation += 1;
-    let p = next.packs.remove(0);
-    next.tombstones.push(bale::remote::Tombstone { pack: p, since_ms: bucket.now_ms() });
-    bucket.put(MANIFEST_KEY, &next.encode(), Condition::IfMatch(&etag)).unwrap();
+    tombstone_first_pack(&r);
     bucket.advance_clock(GRACE);
     let gc_bucket = bucket.clone();
     let ran = Arc::new(AtomicU32::new(0));

@@ -8,36 +8,19 @@ use std::sync::Arc;
 use bale::ErrorKind;
 use bale::format::checksum::checksum;
 use bale::objects::record::RecordKind;
-use bale::objects::{Config, HashKind, ObjectId, ObjectOptions, ObjectStore};
+use bale::objects::{HashKind, ObjectId, ObjectStore};
 use bale::remote::{Bucket, Condition, MemBucket, PushOptions, Remote, RemoteIndex, RemoteOptions};
 
-fn tmp(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("bale-remote-read-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn noise(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
+mod remote_gen;
+use remote_gen::{new_store, noise};
 
 type Objects = Vec<(ObjectId, Vec<u8>)>;
 
 /// A store with small chunks, pushed in packs of `pack_target` bytes:
 /// the store, the bucket, and the objects.
 fn pushed(name: &str, pack_target: u64) -> (ObjectStore, Arc<MemBucket>, Objects) {
-    let d = tmp(name);
-    let config = Config { chunk_min: 1024, chunk_avg: 4096, chunk_max: 16384, fanout: 16, ..Config::default() };
-    let s = ObjectStore::open(d.join("a"), ObjectOptions { config, ..ObjectOptions::create() }).unwrap();
+    let d = remote_gen::tmp("remote-read", name);
+    let s = new_store(&d.join("a"));
     let mut objects = Vec::new();
     for data in [Vec::new(), b"small".to_vec(), noise(1, 3000), b"text ".repeat(4000), noise(2, 2_000_000)] {
         objects.push((s.add(&data).unwrap(), data));

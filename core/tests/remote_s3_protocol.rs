@@ -8,11 +8,14 @@
 use std::sync::Arc;
 
 use bale::ErrorKind;
-use bale::objects::{Config, HashKind, ObjectId, ObjectOptions, ObjectStore};
+use bale::objects::{HashKind, ObjectId, ObjectOptions, ObjectStore};
 use bale::remote::manifest::MANIFEST_KEY;
 use bale::remote::{
     Bucket, Condition, GcOptions, PushOptions, Remote, RemoteConfig, RemoteOptions, S3Bucket, S3Location, S3Options,
 };
+
+mod remote_gen;
+use remote_gen::{new_store, noise, none};
 
 const CHILD_ENV: &str = "BALE_S3_PUSH_CHILD";
 
@@ -38,30 +41,11 @@ fn bucket_at(url: &str) -> Arc<dyn Bucket> {
 }
 
 fn tmp(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("bale-s3p-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn small() -> Config {
-    Config { chunk_min: 1024, chunk_avg: 4096, chunk_max: 16384, fanout: 16, ..Config::default() }
+    remote_gen::tmp("s3p", name)
 }
 
 fn store(path: &std::path::Path) -> ObjectStore {
-    ObjectStore::open(path, ObjectOptions { config: small(), ..ObjectOptions::create() }).unwrap()
-}
-
-fn noise(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    new_store(path)
 }
 
 fn fill(s: &ObjectStore, seed: u64) -> Vec<(ObjectId, Vec<u8>)> {
@@ -81,8 +65,6 @@ fn fill(s: &ObjectStore, seed: u64) -> Vec<(ObjectId, Vec<u8>)> {
 fn opts() -> RemoteOptions {
     RemoteOptions { pack_target: 6 << 20, multipart_above: 5 << 20, part_size: 5 << 20, ..RemoteOptions::default() }
 }
-
-fn none(_: u64, _: u64) {}
 
 #[test]
 fn push_pull_and_lazy_reads_round_trip_on_a_real_server() {

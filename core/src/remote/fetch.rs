@@ -12,7 +12,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::objects::chunk_list::decode_list;
 use crate::objects::entry::FLAG_OBJECT;
 use crate::objects::record::{RecordHeader, RecordKind};
-use crate::objects::{Batch, ObjectId, ObjectStore, Progress, verify_record};
+use crate::objects::{Batch, HashKind, ObjectId, ObjectStore, Progress, VerifiedRecord, verify_record};
 
 /// Bytes of records between commits of the store.
 const COMMIT_BYTES: u64 = 256 << 20;
@@ -159,18 +159,8 @@ impl Remote {
             let got = self.parallel(wave, |(p, _)| self.download_pack(&m.remote_id, p))?;
             for ((p, entries), bytes) in wave.iter().zip(got) {
                 for e in entries {
-                    let at = format!("{} at offset {}", p.id.pack_key(), e.offset);
-                    let rec = bytes.get(e.offset as usize..(e.offset + e.record_len()) as usize).ok_or_else(|| {
-                        Error::corrupt(format!("{at}: the record lies past the pack's end; the remote is damaged"))
-                    })?;
-                    let v = verify_record(m.hash, rec, &at)?;
-                    check_matches(&v.header, e, &at)?;
-                    applier.add(
-                        v.header,
-                        rec.get(crate::objects::record::RECORD_HEADER_LEN..).unwrap_or_default(),
-                        e.flags,
-                        v.size,
-                    )?;
+                    let v = record_in(m.hash, &p.id, 0, &bytes, e)?;
+                    applier.add(v.header, &v.stored, e.flags, v.size)?;
                 }
                 report.reads += 1;
                 done += 1;
@@ -276,13 +266,7 @@ impl Remote {
                 for (r, bytes) in wave.iter().zip(got) {
                     report.reads += 1;
                     for e in &r.entries {
-                        let at = format!("{} at offset {}", r.pack.id.pack_key(), e.offset);
-                        let from = (e.offset - r.start) as usize;
-                        let rec = bytes
-                            .get(from..from + e.record_len() as usize)
-                            .ok_or_else(|| Error::corrupt(format!("{at}: the range read came back short")))?;
-                        let v = verify_record(m.hash, rec, &at)?;
-                        check_matches(&v.header, e, &at)?;
+                        let v = record_in(m.hash, &r.pack.id, r.start, &bytes, e)?;
                         if matches!(v.header.kind, RecordKind::List | RecordKind::Root) {
                             let list = decode_list(&v.payload, m.hash.id_len(), v.header.level)?;
                             for child in list.entries {
@@ -290,17 +274,17 @@ impl Remote {
                                     continue;
                                 }
                                 let l = index.get(&child.id).ok_or_else(|| {
-                                    Error::corrupt(format!("{at}: list {} names {} which the remote does not hold; run `bale obj remote gc`", e.id, child.id))
+                                    Error::corrupt(format!(
+                                        "{}: list {} names {} which the remote does not hold; run `bale obj remote gc`",
+                                        r.pack.id.pack_key(),
+                                        e.id,
+                                        child.id
+                                    ))
                                 })?;
                                 next.push(*l);
                             }
                         }
-                        applier.add(
-                            v.header,
-                            rec.get(crate::objects::record::RECORD_HEADER_LEN..).unwrap_or_default(),
-                            e.flags,
-                            v.size,
-                        )?;
+                        applier.add(v.header, &v.stored, e.flags, v.size)?;
                     }
                 }
             }
@@ -356,6 +340,27 @@ pub struct RangeRead {
     pub start: u64,
     pub len: u64,
     pub entries: Vec<IndexEntry>,
+}
+
+/// The record of entry `e` in `bytes`, which hold a pack's bytes from
+/// offset `start`: sliced, verified, and checked to be the one the index
+/// names.
+pub(crate) fn record_in(
+    hash: HashKind,
+    pack: &PackId,
+    start: u64,
+    bytes: &[u8],
+    e: &IndexEntry,
+) -> Result<VerifiedRecord> {
+    let at = format!("{} at offset {}", pack.pack_key(), e.offset);
+    let rec = e
+        .offset
+        .checked_sub(start)
+        .and_then(|from| bytes.get(from as usize..(from + e.record_len()) as usize))
+        .ok_or_else(|| Error::corrupt(format!("{at}: the bytes read end before the record does")))?;
+    let v = verify_record(hash, rec, &at)?;
+    check_matches(&v.header, e, &at)?;
+    Ok(v)
 }
 
 /// The record read must be the one the index names.

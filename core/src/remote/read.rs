@@ -13,7 +13,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::objects::chunk_list::decode_list;
 use crate::objects::entry::FLAG_OBJECT;
 use crate::objects::record::RecordKind;
-use crate::objects::{HashKind, ObjectId, VerifiedRecord, verify_record};
+use crate::objects::{HashKind, ObjectId, VerifiedRecord};
 
 /// A read of part of one object: [`reads`](Self::reads) are the range
 /// reads the next level of its records needs, [`feed`](Self::feed) takes
@@ -149,14 +149,7 @@ impl Remote {
         let mut by_id: HashMap<ObjectId, VerifiedRecord> = HashMap::with_capacity(locs.len());
         for (r, bytes) in reads.iter().zip(bytes) {
             for e in &r.entries {
-                let at = format!("{} at offset {}", r.pack.id.pack_key(), e.offset);
-                let from = (e.offset - r.start) as usize;
-                let rec = bytes
-                    .get(from..from + e.record_len() as usize)
-                    .ok_or_else(|| Error::corrupt(format!("{at}: the range read came back short")))?;
-                let v = verify_record(hash, rec, &at)?;
-                super::fetch::check_matches(&v.header, e, &at)?;
-                by_id.insert(e.id, v);
+                by_id.insert(e.id, super::fetch::record_in(hash, &r.pack.id, r.start, &bytes, e)?);
             }
         }
         locs.iter()
