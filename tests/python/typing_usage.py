@@ -125,6 +125,29 @@ def object_store(path: Path) -> None:
         assert_type(s.clean(), bale.CleanReport)
 
 
+def remotes(path: Path) -> None:
+    bucket = f"file://{path.parent / 'bucket'}"
+    with bale.ObjectStore(path, create=True) as s, bale.ObjectStore(path.parent / "other", create=True) as o:
+        oid = s.add(b"shared")
+        assert_type(s.connect_remote("origin", bucket, grace=3600.5), None)
+        o.connect_remote("origin", bucket, endpoint=None, region=None, path_style=None)
+        config = s.remotes()["origin"]
+        assert_type(config["url"], str)
+        assert_type(config["path_style"], bool | None)
+        seen: list[tuple[int, int]] = []
+        pushed = s.push("origin", [oid], refs={"main": oid}, progress=lambda d, t: seen.append((d, t)), threads=2)
+        assert_type(pushed, bale.PushReport)
+        assert_type(pushed.packs, list[str])
+        assert_type(o.pull("origin", lazy=True), bale.PullReport)
+        assert_type(o.get(oid, remote="origin"), bytes)
+        assert_type(o.fetch("origin", [oid]).objects_present, int)
+        info = o.remote_info("origin")
+        assert_type(info.refs, dict[str, str])
+        assert_type(info.grace, float)
+        assert_type(s.remote_gc("origin", dry_run=True).deleted, list[str])
+        s.remove_remote("origin")
+
+
 def bitables(path: Path) -> None:
     with bale.BitableWriter(path, page_size=8192, align=8, compression="never") as w:
         assert_type(w, bale.BitableWriter)
@@ -213,5 +236,8 @@ def refused_for_objects(s: bale.ObjectStore) -> None:
     s.repack("zstd")  # type: ignore[arg-type]
     s.export_to("path")  # type: ignore[arg-type]
     s.add_tree("dir", paths="paths.bale")  # type: ignore[arg-type]
+    s.push("origin", refs=[("main", "id")])  # type: ignore[arg-type]
+    s.pull("origin", True)  # type: ignore[call-arg]
+    s.connect_remote("origin", "file:///b", grace="1h")  # type: ignore[arg-type]
     bale.ObjectStore("p", hash="md5")  # type: ignore[arg-type]
     bale.ObjectStore("p", True)  # type: ignore[call-arg]

@@ -311,6 +311,10 @@ fn _bale(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<objects::AddTreeReport>()?;
     m.add_class::<objects::TransferReport>()?;
     m.add_class::<objects::CleanReport>()?;
+    m.add_class::<objects::PushReport>()?;
+    m.add_class::<objects::PullReport>()?;
+    m.add_class::<objects::RemoteGcReport>()?;
+    m.add_class::<objects::RemoteInfo>()?;
     m.add("BITABLE_FORMAT_VERSION", bale::bitable::FORMAT_VERSION)?;
     m.add_class::<bitable::Bitable>()?;
     m.add_class::<bitable::BitableWriter>()?;

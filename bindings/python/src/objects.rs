@@ -22,7 +22,7 @@ use std::thread::ThreadId;
 
 use bale::objects::{self as core, AddTreeOptions, Compression, Config, HashKind, LinkPolicy, ObjectId};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::store::{Tree, quick, typed};
 use crate::value::PyReader;
@@ -31,11 +31,13 @@ use crate::{CoreResult, Data, ForkSafe, check_fork, closed_error, to_py, to_py_a
 mod args;
 mod batch;
 mod read;
+mod remote;
 mod report;
 
 use args::{OpenArgs, Source, id_arg, name_arg, required_uint};
 pub(crate) use batch::ObjectBatch;
 pub(crate) use read::{ObjectIterator, ObjectReader};
+pub(crate) use remote::{PullReport, PushReport, RemoteGcReport, RemoteInfo};
 pub(crate) use report::{
     AddTreeReport, CleanReport, ObjectConfig, ObjectMeta, ObjectStats, PackReport, RebuildReport, TransferReport,
     ValidateReport,
@@ -503,11 +505,23 @@ impl ObjectStore {
 
     /// The content of `id` (a `NotFoundError`, also a `KeyError`, when it
     /// is not stored). With `verify=True` the content is hashed and
-    /// compared with `id` first.
-    #[pyo3(signature = (id, *, verify=false))]
-    fn get<'py>(&self, py: Python<'py>, id: &Bound<'py, PyAny>, verify: bool) -> PyResult<Bound<'py, PyBytes>> {
+    /// compared with `id` first. With `remote` (a remote's name), an
+    /// object the store lacks is first fetched from there (`fetch`).
+    #[pyo3(signature = (id, *, verify=false, remote=None))]
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        id: &Bound<'py, PyAny>,
+        verify: bool,
+        remote: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
         let id = self.id(id)?;
-        let v = self.run(py, |s| if verify { s.get_verified(&id) } else { s.get(&id) })?;
+        let remote = remote.filter(|r| !r.is_none()).map(|r| remote::name_of(r, "remote")).transpose()?;
+        let v = self.run(py, |s| match &remote {
+            Some(name) => remote::get(s, name, &id, verify),
+            None if verify => s.get_verified(&id),
+            None => s.get(&id),
+        })?;
         Ok(PyBytes::new(py, &v))
     }
 
@@ -631,5 +645,106 @@ impl ObjectStore {
     /// Counts and sizes of the whole store.
     fn stats(&self, py: Python<'_>) -> PyResult<ObjectStats> {
         self.run(py, |s| s.stats()).map(ObjectStats)
+    }
+
+    /// Records remote `name` at `url` (`s3://bucket/prefix`, or
+    /// `file:///path` for a folder used as a bucket) and sets it up: checks
+    /// that the server honours conditional writes, then creates the
+    /// remote, or joins an existing one of the same hash. `grace` (seconds,
+    /// default a day) is how long gc of a new remote keeps a pack after
+    /// nothing needs it. Nothing is recorded when a step fails. Credentials
+    /// come from the environment (`AWS_ACCESS_KEY_ID`, ...) or the AWS
+    /// profile, never from the store.
+    #[pyo3(signature = (name, url, *, endpoint=None, region=None, path_style=None, grace=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn connect_remote(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyAny>,
+        url: &Bound<'_, PyAny>,
+        endpoint: Option<&Bound<'_, PyAny>>,
+        region: Option<&Bound<'_, PyAny>>,
+        path_style: Option<&Bound<'_, PyAny>>,
+        grace: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        remote::connect(self, py, name, url, remote::ConnectArgs { endpoint, region, path_style, grace })
+    }
+
+    /// Every remote of the store: name → `{"url", "endpoint", "region",
+    /// "path_style"}`.
+    fn remotes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        remote::remotes(self, py)
+    }
+
+    /// Forgets remote `name` and what the store cached of it; the bucket is
+    /// left as it is.
+    fn remove_remote(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<()> {
+        let name = remote::name_of(name, "name")?;
+        self.run(py, |s| s.remove_remote(&name))
+    }
+
+    /// Sends `ids` (every object when `None`) to `remote` where it lacks
+    /// them, in new packs, and commits them with `refs` (ref name → id) in
+    /// one conditional write of its manifest; safe beside other pushes and
+    /// gc, from any process on any machine. `progress(packs_sent, packs)`
+    /// is called after each wave of uploads; an exception it raises is
+    /// raised once the push has ended.
+    #[pyo3(signature = (remote, ids=None, *, refs=None, progress=None, threads=None))]
+    fn push(
+        &self,
+        py: Python<'_>,
+        remote: &Bound<'_, PyAny>,
+        ids: Option<&Bound<'_, PyAny>>,
+        refs: Option<&Bound<'_, PyAny>>,
+        progress: Option<&Bound<'_, PyAny>>,
+        threads: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PushReport> {
+        remote::push(self, py, remote, ids, refs, progress, threads)
+    }
+
+    /// Copies every object of `remote` the store lacks, each record
+    /// verified on arrival. `lazy=True` reads only the manifest and the
+    /// pack indexes (kept in the store's cache); objects then come on
+    /// demand (`fetch`, `get(id, remote=...)`). `progress(packs_read,
+    /// packs)`, as `push`'s.
+    #[pyo3(signature = (remote, *, lazy=false, progress=None, threads=None))]
+    fn pull(
+        &self,
+        py: Python<'_>,
+        remote: &Bound<'_, PyAny>,
+        lazy: bool,
+        progress: Option<&Bound<'_, PyAny>>,
+        threads: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PullReport> {
+        remote::pull(self, py, remote, lazy, progress, threads)
+    }
+
+    /// Fetches `ids` from `remote`, with every record under them that the
+    /// store lacks, by range reads (`NotFoundError` for an id the remote
+    /// does not hold).
+    #[pyo3(signature = (remote, ids, *, threads=None))]
+    fn fetch(
+        &self,
+        py: Python<'_>,
+        remote: &Bound<'_, PyAny>,
+        ids: &Bound<'_, PyAny>,
+        threads: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PullReport> {
+        remote::fetch(self, py, remote, ids, threads)
+    }
+
+    /// Remote `name`'s current manifest and what its packs hold (reads the
+    /// manifest, and the pack indexes the store has not cached).
+    fn remote_info(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<RemoteInfo> {
+        remote::info(self, py, name)
+    }
+
+    /// Runs gc on remote `name`: packs whose records other packs hold are
+    /// tombstoned; tombstones and unnamed packs past the grace period are
+    /// deleted. One gc at a time (`LockedError`). `dry_run=True` reports
+    /// what it would do and changes nothing.
+    #[pyo3(signature = (name, *, dry_run=false))]
+    fn remote_gc(&self, py: Python<'_>, name: &Bound<'_, PyAny>, dry_run: bool) -> PyResult<RemoteGcReport> {
+        remote::gc(self, py, name, dry_run)
     }
 }

@@ -9,6 +9,10 @@ use crate::objects::{Dir, ObjectStore};
 
 pub const REMOTES_DIR: &str = "remotes";
 
+/// The grace period of a new remote when none is chosen: how long gc
+/// keeps a pack after nothing needs it (FORMAT.md, "Garbage collection").
+pub const DEFAULT_GRACE_MS: u64 = 24 * 60 * 60 * 1000;
+
 /// Where a remote is: what `bale obj remote add` records.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RemoteConfig {

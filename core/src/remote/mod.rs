@@ -24,7 +24,7 @@ pub use bucket::{Bucket, Condition, Fetched, Listed, MemBucket, Written};
 pub use cache::RemoteCache;
 #[cfg(native_fs)]
 pub use config::open_bucket;
-pub use config::{RemoteConfig, check_remote_name};
+pub use config::{DEFAULT_GRACE_MS, RemoteConfig, check_remote_name};
 pub use fetch::{PullReport, RangeRead};
 #[cfg(native_fs)]
 pub use fs_bucket::FsBucket;

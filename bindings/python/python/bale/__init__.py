@@ -17,6 +17,8 @@ a content-addressed object store, and immutable sorted tables (bitables).
         store.get(oid)
         with store.batch() as b:          # durable together, or not at all
             b.add_file("big.bin")
+        store.connect_remote("origin", "s3://bucket/prefix")  # or file:///path
+        store.push("origin", refs={"main": oid})   # others pull("origin")
 
     with bale.BitableWriter("names.bitable") as w:  # keys in ascending order
         w.append(b"a", b"1")
@@ -53,8 +55,12 @@ from ._bale import (
     ObjectStats,
     ObjectStore,
     PackReport,
+    PullReport,
+    PushReport,
     RangeIterator,
     RebuildReport,
+    RemoteGcReport,
+    RemoteInfo,
     Snapshot,
     Stat,
     Transaction,
@@ -119,6 +125,10 @@ __all__ = [
     "AddTreeReport",
     "TransferReport",
     "CleanReport",
+    "PushReport",
+    "PullReport",
+    "RemoteGcReport",
+    "RemoteInfo",
     "Bitable",
     "BitableWriter",
     "UnsortedBitableWriter",

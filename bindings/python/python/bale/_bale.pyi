@@ -112,6 +112,10 @@ __all__ = [
     "AddTreeReport",
     "TransferReport",
     "CleanReport",
+    "PushReport",
+    "PullReport",
+    "RemoteGcReport",
+    "RemoteInfo",
     "BITABLE_FORMAT_VERSION",
     "Bitable",
     "BitableWriter",
@@ -494,7 +498,9 @@ class ObjectStore:
         """Copies every object of a disk-objectstore container that this
         store lacks, each checked against its SHA-256 key; a `hash="sha256"`
         store keeps the container's ids."""
-    def get(self, id: _Id, *, verify: bool = False) -> bytes: ...
+    def get(self, id: _Id, *, verify: bool = False, remote: str | None = None) -> bytes:
+        """With `remote`, an object the store lacks is first fetched from
+        that remote."""
     def get_range(self, id: _Id, offset: int, length: int) -> bytes: ...
     def open(self, id: _Id, *, verify: bool = False) -> ObjectFile: ...
     def has(self, id: _Id) -> bool: ...
@@ -516,6 +522,64 @@ class ObjectStore:
     def rebuild_index(self) -> RebuildReport: ...
     def clean(self) -> CleanReport: ...
     def stats(self) -> ObjectStats: ...
+    def connect_remote(
+        self,
+        name: str,
+        url: str,
+        *,
+        endpoint: str | None = None,
+        region: str | None = None,
+        path_style: bool | None = None,
+        grace: float | None = None,
+    ) -> None:
+        """Records remote `name` at `url` (`s3://bucket/prefix`, or
+        `file:///path` for a folder used as a bucket) once the server is
+        found to honour conditional writes and the remote is created (or
+        an existing one of the same hash joined). `grace`: seconds gc of a
+        new remote keeps an unneeded pack (default a day). Nothing is
+        recorded when a step fails."""
+    def remotes(self) -> dict[str, _RemoteConfig]: ...
+    def remove_remote(self, name: str) -> None:
+        """Forgets the remote and its cache; the bucket is left as it is."""
+    def push(
+        self,
+        remote: str,
+        ids: Iterable[_Id] | None = None,
+        *,
+        refs: Mapping[str, _Id] | None = None,
+        progress: Callable[[int, int], object] | None = None,
+        threads: int | None = None,
+    ) -> PushReport:
+        """Sends what the remote lacks of `ids` (every object when `None`)
+        and commits it with `refs` in one conditional write; safe beside
+        other pushes and gc anywhere. `progress(packs_sent, packs)`; an
+        exception it raises is raised once the push has ended."""
+    def pull(
+        self,
+        remote: str,
+        *,
+        lazy: bool = False,
+        progress: Callable[[int, int], object] | None = None,
+        threads: int | None = None,
+    ) -> PullReport:
+        """Copies every object the store lacks; `lazy=True` reads only the
+        manifest and pack indexes, and objects come on demand (`fetch`,
+        `get(id, remote=...)`)."""
+    def fetch(self, remote: str, ids: Iterable[_Id], *, threads: int | None = None) -> PullReport:
+        """Fetches `ids` and what the store lacks under them, by range reads."""
+    def remote_info(self, name: str) -> RemoteInfo: ...
+    def remote_gc(self, name: str, *, dry_run: bool = False) -> RemoteGcReport:
+        """Tombstones packs other packs make redundant, deletes tombstones
+        and unnamed packs past the grace period; one gc at a time
+        (`LockedError`)."""
+
+class _RemoteConfig(TypedDict):
+    """Where a remote is, as `remotes()` gives it."""
+
+    url: str
+    endpoint: str | None
+    region: str | None
+    path_style: bool | None
 
 @final
 class ObjectBatch:
@@ -729,6 +793,105 @@ class CleanReport:
     @property
     def index_bytes_after(self) -> int: ...
     def to_dict(self) -> dict[str, int]: ...
+
+@final
+class PushReport:
+    """What `push()` sent and committed."""
+
+    @property
+    def objects_sent(self) -> int:
+        """Objects the remote lacked (sent whole or in part)."""
+    @property
+    def objects_present(self) -> int: ...
+    @property
+    def records_sent(self) -> int: ...
+    @property
+    def bytes_sent(self) -> int:
+        """Bytes of new packs and their indexes."""
+    @property
+    def revived(self) -> int:
+        """Tombstoned packs made live again."""
+    @property
+    def attempts(self) -> int:
+        """Conditional writes of the manifest tried."""
+    @property
+    def generation(self) -> int:
+        """The manifest generation committed."""
+    @property
+    def packs(self) -> list[str]:
+        """Names of the new packs (64 hex digits)."""
+    def to_dict(self) -> dict[str, int | list[str]]: ...
+
+@final
+class PullReport:
+    """What `pull()` or `fetch()` copied; a lazy pull fetches no object."""
+
+    @property
+    def objects_fetched(self) -> int: ...
+    @property
+    def objects_present(self) -> int: ...
+    @property
+    def records_fetched(self) -> int: ...
+    @property
+    def reads(self) -> int:
+        """Whole packs downloaded, or range reads made."""
+    @property
+    def bytes_received(self) -> int: ...
+    @property
+    def generation(self) -> int: ...
+    def to_dict(self) -> dict[str, int]: ...
+
+@final
+class RemoteGcReport:
+    """What `remote_gc()` did, or with `dry_run=True` would do."""
+
+    @property
+    def tombstoned(self) -> list[str]: ...
+    @property
+    def deleted(self) -> list[str]:
+        """Tombstoned packs past the grace period, removed."""
+    @property
+    def orphans_deleted(self) -> list[str]:
+        """Packs no manifest named (left by pushes that died), removed."""
+    @property
+    def bytes_freed(self) -> int: ...
+    @property
+    def uploads_aborted(self) -> int: ...
+    @property
+    def generation(self) -> int: ...
+    def to_dict(self) -> dict[str, int | list[str]]: ...
+
+@final
+class RemoteInfo:
+    """A remote's current manifest, and what its packs hold."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def url(self) -> str: ...
+    @property
+    def hash(self) -> str: ...
+    @property
+    def generation(self) -> int: ...
+    @property
+    def packs(self) -> int: ...
+    @property
+    def tombstones(self) -> int: ...
+    @property
+    def objects(self) -> int: ...
+    @property
+    def records(self) -> int: ...
+    @property
+    def bytes(self) -> int:
+        """Bytes of the live packs and their indexes."""
+    @property
+    def tombstoned_bytes(self) -> int: ...
+    @property
+    def grace(self) -> float:
+        """Seconds gc keeps a pack after nothing needs it."""
+    @property
+    def refs(self) -> dict[str, str]: ...
+    def to_dict(self) -> dict[str, str | int | float | dict[str, str]]: ...
 
 @final
 class Bitable:
