@@ -9,6 +9,9 @@
 #                         headless chromium: open, paging and memory on a
 #                         ~4 GiB tree store of 1,000,000 keys and a ~4 GiB
 #                         object store (written once into bench/work/inspector)
+#   make bench-remote     remotes on local S3 servers against restic: push,
+#                         lazy reads, a 1 % edit of a large file, racing
+#                         commits
 SHELL := /bin/bash
 CARGO ?= cargo
 
@@ -16,7 +19,7 @@ CARGO ?= cargo
 BINDING_TESTS :=
 include $(wildcard make/*.mk)
 
-.PHONY: demo test test-rust test-posix-locks check-macos lint corpus-check corpus crash-long bench bench-percall bench-objects bench-bitable bench-inspector deps
+.PHONY: demo test test-rust test-posix-locks check-macos lint corpus-check corpus crash-long bench bench-percall bench-objects bench-bitable bench-inspector bench-remote deps
 
 deps:
 	@command -v cargo >/dev/null || { echo "cargo is missing: install rustup (https://rustup.rs)"; exit 1; }
@@ -83,6 +86,7 @@ bench:
 	$(MAKE) bench-objects
 	$(MAKE) bench-bitable
 	$(MAKE) bench-inspector
+	$(MAKE) bench-remote
 
 # The browser inspector in Debian's headless chromium (playwright-core):
 # opening a ~4 GiB tree store of 1,000,000 keys picked as a file and by
@@ -115,6 +119,20 @@ bench-bitable: python-install node-build
 bench-objects: python-install
 	@$(PY) -c 'import disk_objectstore' 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check disk-objectstore
 	./bench/objects.sh
+
+# Remotes in S3 buckets against restic (Debian's package, apt-get installed
+# when missing), on local servers started by tests/s3/with-server.sh:
+# push of a ~1 GiB tree of mixed files by pack size and jobs beside restic
+# backup of it, cold and warm reads of a lazy clone, the bytes a second
+# push sends after a 1 % edit of a 2 GiB file beside restic's data_added
+# (all on s3s-fs), and commits/s of 1-8 writers racing on one manifest (on
+# moto). bench/remote.sh; settings there (REMOTE_MIB, REMOTE_BIG_MIB, ...).
+# Results are appended to bench/results/remote-<date>.jsonl. An s3s-fs
+# built elsewhere can stand in: make bench-remote S3S_FS=path/to/s3s-fs.
+bench-remote: $(PY_VENV)/.s3-deps s3s-fs-tool
+	@command -v restic >/dev/null || { apt-get update -q && apt-get install -y -q restic; }
+	$(CARGO) build --release --locked -p bale-cli
+	S3_PYTHON=$(abspath $(PY)) S3S_FS=$(abspath $(S3S_FS)) ./bench/remote.sh
 
 bench-percall: python-install node-build
 	@$(PY) -c 'import lmdb' 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check lmdb

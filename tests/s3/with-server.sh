@@ -13,6 +13,9 @@
 #   BALE_S3_ENDPOINT  http://127.0.0.1:<port>
 #   BALE_S3_BUCKET    bale-test
 #   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION=us-east-1
+#   BALE_S3_LOG       the server's output (with RUST_LOG=s3s=debug, s3s-fs
+#                     logs each request's operation: bench/remote.sh counts them)
+#   BALE_S3_ROOT      (s3s only) the folder holding the bucket's folder
 # and no other AWS_* settings. The server is stopped whatever happens;
 # the exit status is CMD's (or 2 when the server would not start).
 set -euo pipefail
@@ -86,6 +89,8 @@ endpoint="http://127.0.0.1:$port"
 # endpoint would break the signatures or point elsewhere).
 for v in $(compgen -e | grep '^AWS_' || true); do unset "$v"; done
 export BALE_S3_SERVER=$server BALE_S3_ENDPOINT=$endpoint BALE_S3_BUCKET=$bucket
+export BALE_S3_LOG=$work/server.log
+if [ "$server" = s3s ]; then export BALE_S3_ROOT=$work/root; fi
 export AWS_ACCESS_KEY_ID=$key_id AWS_SECRET_ACCESS_KEY=$secret AWS_REGION=us-east-1
 export AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_CONFIG_FILE=/dev/null
 # Nor may a proxy of the environment stand between.
