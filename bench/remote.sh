@@ -105,13 +105,21 @@ timed() {
 
 # ---- inside a server (tests/s3/with-server.sh runs this script again) ----
 
-# The server's log so far, in lines; then the requests it served since.
+# The server's log so far, in lines; then the requests it served since,
+# by operation: s3s-fs's (RUST_LOG=s3s=debug) or by method and, when not
+# 2xx, status: moto's (werkzeug logs one line per request).
 mark() { wc -l <"$BALE_S3_LOG"; }
 ops_since() {
     python3 - "$BALE_S3_LOG" "$1" >"$2" <<'PY'
 import collections, json, re, sys
 lines = open(sys.argv[1], errors="replace").read().splitlines()[int(sys.argv[2]):]
-ops = collections.Counter(m.group(1) for l in lines for m in [re.search(r"resolved route, op: (\w+)", l)] if m)
+ops = collections.Counter()
+for l in lines:
+    l = re.sub(r"\x1b\[[0-9;]*m", "", l)  # werkzeug colours failures
+    if m := re.search(r"resolved route, op: (\w+)", l):
+        ops[m.group(1)] += 1
+    elif m := re.search(r'"([A-Z]+) \S+ HTTP/[\d.]+" (\d{3})', l):
+        ops[m.group(1) + ("" if m.group(2).startswith("2") else " " + m.group(2))] += 1
 print(json.dumps({"total": sum(ops.values()), **dict(sorted(ops.items()))}))
 PY
 }
@@ -268,9 +276,13 @@ on_moto() {
     mkdir -p "$T" "$WORK/commits"
     for w in $WRITERS; do
         echo "== bale bench remote-commits: $w writers, $COMMITS commits each (moto)" >&2
+        local m
+        m=$(mark)
         "$BALE" --json bench remote-commits "$(s3url "commits-w$w")" --endpoint "$BALE_S3_ENDPOINT" \
             --writers "$w" --commits "$COMMITS" --dir "$WORK/commits" >"$T/commits.json"
-        emit step=commits engine=bale writers="$w" commits_each="$COMMITS" result=@"$T/commits.json"
+        ops_since "$m" "$T/ops.json"
+        emit step=commits engine=bale writers="$w" commits_each="$COMMITS" result=@"$T/commits.json" \
+            server_requests=@"$T/ops.json"
     done
 }
 

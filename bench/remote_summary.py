@@ -135,10 +135,16 @@ if edits:
 commits = step("commits")
 if commits:
     print("## Commits racing on one manifest (moto's server mode: Python, one request at a time)\n")
-    print("| writers | commits | seconds | commits/s | attempts per commit | push p50 ms | push p99 ms |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| writers | commits | seconds | commits/s | attempts per commit | push p50 ms | push p99 ms "
+          "| requests per commit | GET / PUT / refused (412) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in commits:
         c = r["result"]
+        q = r.get("server_requests") or {}
+        per = f"{q['total'] / c['commits']:.1f}" if q else "–"
+        kinds = f"{q.get('GET', 0)} / {q.get('PUT', 0) + q.get('PUT 412', 0)} / {q.get('PUT 412', 0)}" if q else "–"
         print(f"| {c['writers']} | {c['commits']} | {f(c['seconds'])} | {f(c['commits_per_second'], 1)} "
-              f"| {c['attempts_per_commit']:.2f} | {f(c['push']['p50_ms'], 1)} | {f(c['push']['p99_ms'], 1)} |")
+              f"| {c['attempts_per_commit']:.2f} | {f(c['push']['p50_ms'], 1)} | {f(c['push']['p99_ms'], 1)} "
+              f"| {per} | {kinds} |")
+    print("\ncommits/s is all writers' commits over the time until the last writer was done.\n")
     print()
