@@ -127,8 +127,9 @@ bench-objects: python-install
 # push sends after a 1 % edit of a 2 GiB file beside restic's data_added
 # (all on s3s-fs), and commits/s of 1-8 writers racing on one manifest (on
 # moto). bench/remote.sh; settings there (REMOTE_MIB, REMOTE_BIG_MIB, ...).
-# Results are appended to bench/results/remote-<date>.jsonl. An s3s-fs
-# built elsewhere can stand in: make bench-remote S3S_FS=path/to/s3s-fs.
+# About 6 minutes here, up to ~6 GiB in bench/work/remote (removed at the
+# end). Results are appended to bench/results/remote-<date>.jsonl. An
+# s3s-fs built elsewhere can stand in: make bench-remote S3S_FS=path/to/s3s-fs.
 bench-remote: $(PY_VENV)/.s3-deps s3s-fs-tool
 	@command -v restic >/dev/null || { apt-get update -q && apt-get install -y -q restic; }
 	$(CARGO) build --release --locked -p bale-cli

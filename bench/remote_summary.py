@@ -114,7 +114,7 @@ if edits:
     size = (b2 or r2)["file_bytes"]
     pct = (b2 or r2)["percent"]
     print(f"## A {pct} % edit of a {mib(size)} file (one contiguous region in the middle; s3s-fs)\n")
-    print("| engine | first push / backup s | second: seconds | bytes sent / data added | ÷ file size | requests (server) |")
+    print("| engine | first round s | second round s | bytes sent / data added | ÷ file size | requests (server) |")
     print("| --- | --- | --- | --- | --- | --- |")
     if b2:
         sent = b2["push"]["bytes_sent"]
@@ -146,5 +146,4 @@ if commits:
         print(f"| {c['writers']} | {c['commits']} | {f(c['seconds'])} | {f(c['commits_per_second'], 1)} "
               f"| {c['attempts_per_commit']:.2f} | {f(c['push']['p50_ms'], 1)} | {f(c['push']['p99_ms'], 1)} "
               f"| {per} | {kinds} |")
-    print("\ncommits/s is all writers' commits over the time until the last writer was done.\n")
-    print()
+    print("\ncommits/s is all writers' commits over the time until the last writer was done.")
