@@ -33,7 +33,7 @@ s3s-fs-tool:
 		$(CARGO) install s3s-fs --locked --version $(S3S_FS_VERSION) --features binary --root $(S3_TOOLS); \
 	fi
 
-S3_TEST := $(CARGO) test --locked -p bale --features s3 --test remote_s3 --test remote_s3_protocol
+S3_TEST := $(CARGO) test --locked -p bale --features s3-server-tests --test remote_s3 --test remote_s3_protocol
 
 test-remote-s3: $(PY_VENV)/.s3-deps s3s-fs-tool
 	$(CARGO) test --locked -p bale --features s3 --lib remote::
