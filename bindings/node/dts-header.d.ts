@@ -419,6 +419,50 @@ export interface ObjectStoreOptions {
 export interface GetObjectOptions {
   /** Hash the content and compare it with the id (`CHECKSUM_MISMATCH`). */
   verify?: boolean | null
+  /** A remote's name: an object the store lacks is first fetched from there. */
+  remote?: string | null
+}
+
+/** How to set up a remote (`connectRemote`); credentials never go here. */
+export interface ConnectRemoteOptions {
+  /** An S3-compatible endpoint (`https://host:port`, or `http://` for a local server); AWS when absent. */
+  endpoint?: string | null
+  region?: string | null
+  /** Path-style requests (`endpoint/bucket/key`, true) or virtual-hosted ones (false); default: path-style with an endpoint. */
+  pathStyle?: boolean | null
+  /** For a new remote: how long gc keeps a pack after nothing needs it (default a day). */
+  graceMs?: number | null
+}
+
+/** Progress of a transfer: packs done, of packs in all. A throw stops the calls; the call then fails with it once the transfer has ended. */
+export type TransferProgress = (done: number, total: number) => void
+
+export interface PushOptions {
+  /** Refs to set in the same commit: name → id of an object pushed or on the remote. */
+  refs?: Record<string, ObjectIdLike> | null
+  /** Called after each wave of uploads. */
+  progress?: TransferProgress | null
+  /** Uploads at once (default 4). */
+  threads?: number | null
+}
+
+export interface PullOptions {
+  /** Read only the manifest and pack indexes; objects come on demand (`fetch`, `get(id, { remote })`). */
+  lazy?: boolean | null
+  /** Called after each pack read. */
+  progress?: TransferProgress | null
+  /** Downloads at once (default 4). */
+  threads?: number | null
+}
+
+export interface FetchOptions {
+  /** Range reads at once (default 4). */
+  threads?: number | null
+}
+
+export interface RemoteGcOptions {
+  /** Report what would be done; change nothing. */
+  dryRun?: boolean | null
 }
 
 export interface RepackOptions {

@@ -20,6 +20,12 @@ import {
   type HashName,
   type CompressionPolicy,
   type ErrorCode,
+  type ConnectRemoteOptions,
+  type PushReport,
+  type PullReport,
+  type RemoteConfig,
+  type RemoteGcReport,
+  type RemoteInfo,
 } from '../../bindings/node'
 
 async function main(path: string): Promise<void> {
@@ -125,6 +131,25 @@ async function main(path: string): Promise<void> {
   void s.getManySync([id], { skipMissing: 1 })
   const fromDos: TransferReport = await s.importDos('/tmp/container')
   const fromDosSync: TransferReport = s.importDosSync('/tmp/container')
+  const connect: ConnectRemoteOptions = { endpoint: 'http://127.0.0.1:9000', region: null, pathStyle: true, graceMs: 1000 }
+  await s.connectRemote('origin', 's3://bucket/prefix', connect)
+  s.connectRemoteSync('local', 'file:///tmp/bucket')
+  // @ts-expect-error: the grace period is a number of milliseconds
+  void s.connectRemote('origin', 'file:///tmp/b', { graceMs: '1h' })
+  const remotes: Record<string, RemoteConfig> = await s.remotes()
+  const pathStyle: boolean | null = s.remotesSync()['origin'].pathStyle
+  const pushed: PushReport = await s.push('origin', [id], { refs: { main: raw }, progress: (d, t) => void (d + t) })
+  const pushedSync: PushReport = s.pushSync('origin', null, { threads: 2 })
+  // @ts-expect-error: refs are an object of names to ids
+  void s.push('origin', null, { refs: [['main', id]] })
+  const pulled: PullReport = await s.pull('origin', { lazy: true, progress: null })
+  const pulledSync: PullReport = s.pullSync('origin')
+  const fetched: PullReport = await s.fetch('origin', [id], { threads: 1 })
+  const fromRemote: Buffer = await s.get(id, { remote: 'origin', verify: true })
+  const info: RemoteInfo = await s.remoteInfo('origin')
+  const refs: Record<string, string> = s.remoteInfoSync('origin').refs
+  const gc: RemoteGcReport = await s.remoteGc('origin', { dryRun: true })
+  await s.removeRemote('local')
   s.close()
 
   void [badHash, h, policy, flags, where, version, id2, id3, fromFile, fromFileSync, many, manySync, streamed]
@@ -134,6 +159,8 @@ async function main(path: string): Promise<void> {
   void [rebuilt.objects, rebuiltSync, cleaned.bytesFreed, cleanedSync, added.skipped, addedSync.files]
   void [exported.objectsCopied, exportedSync, imported.objectsPresent, importedSync.bytesCopied]
   void [fromDos.objectsCopied, fromDosSync.objectsPresent]
+  void [remotes, pathStyle, pushed.packs, pushedSync.generation, pulled.bytesReceived, pulledSync, fetched.reads]
+  void [fromRemote, info.graceMs, refs, gc.orphansDeleted, s.fetchSync, s.remoteGcSync, s.removeRemoteSync]
 }
 
 void main

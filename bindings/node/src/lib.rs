@@ -12,9 +12,10 @@
 //!
 //! The object store (`bale::objects`) is `objects` (the `ObjectStore`
 //! class), with `object_args` (its arguments), `object_reports` (what its
-//! calls return), `object_work` (its handle state and pool task) and
-//! `object_streams` (streams in and out); lib/objects.js adds the stream
-//! calls.
+//! calls return), `object_work` (its handle state and pool task),
+//! `object_streams` (streams in and out) and `object_remote` (its remotes,
+//! with `progress` for calls that report progress or talk to a bucket);
+//! lib/objects.js adds the stream calls.
 //!
 //! Bitables (`bale::bitable`) are `bitable` (the `Bitable` class and its
 //! fast lookups), `bitable_read` (cursors, ranges, value pieces),
@@ -35,6 +36,12 @@ mod object_reports;
 mod object_streams;
 mod object_work;
 mod objects;
+
+// After `objects`: its `#[napi] impl` of the class needs the class's JS
+// name, which napi's type generation learns from the struct.
+mod object_remote;
+
+mod progress;
 mod range;
 mod reader;
 mod store;

@@ -34,7 +34,7 @@ use crate::store::Tree;
 /// return) once durable.
 #[napi(js_name = "ObjectStore")]
 pub struct Objects {
-    handle: Arc<Handle>,
+    pub(crate) handle: Arc<Handle>,
     path: String,
     config: Config,
     readonly: bool,
@@ -218,7 +218,8 @@ impl Objects {
 
     /// The whole content of an object (`NOT_FOUND` when missing). With
     /// `verify`, the content is hashed and compared with the id
-    /// (`CHECKSUM_MISMATCH`).
+    /// (`CHECKSUM_MISMATCH`); with `remote` (a remote's name), an object
+    /// the store lacks is first fetched from there.
     #[napi(ts_args_type = "id: ObjectIdLike, options?: GetObjectOptions | null", ts_return_type = "Promise<Buffer>")]
     pub fn get(&self, env: Env, id: Raw, options: Raw) -> Result<Raw> {
         self.get_impl(&env, id, options, false)
@@ -459,6 +460,9 @@ impl Objects {
     }
 }
 
+/// The options `get` takes.
+pub const GET_OPTIONS: [&str; 2] = ["verify", "remote"];
+
 #[derive(Clone, Copy)]
 enum Direction {
     Export,
@@ -520,9 +524,17 @@ impl Objects {
     }
 
     fn get_impl(&self, env: &Env, id: Raw, options: Raw, sync: bool) -> Result<Raw> {
+        // With `remote`, a missing object is fetched first; bad options are
+        // reported below, in the form of the call.
+        let remote = Opts::parse(env.raw(), options.0, "get options", &GET_OPTIONS).and_then(|o| o.text("remote"));
+        if let Ok(Some(_)) = remote {
+            return crate::object_remote::get_from(env, &self.handle, id, options, sync);
+        }
         call(env, &self.handle, sync, Access::Read, |s| {
             let id = args::id(env.raw(), id.0, kind(s))?;
-            let verify = Opts::parse(env.raw(), options.0, "get options", &["verify"])?.bool("verify")?;
+            let o = Opts::parse(env.raw(), options.0, "get options", &GET_OPTIONS)?;
+            o.text("remote")?;
+            let verify = o.bool("verify")?;
             Ok(move |s: &ObjectStore| {
                 let bytes = if verify == Some(true) { s.get_verified(&id) } else { s.get(&id) };
                 bytes.map(ObjectBytes)
