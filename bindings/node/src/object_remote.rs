@@ -397,6 +397,8 @@ impl Objects {
                 endpoint: o.text("endpoint")?,
                 region: o.text("region")?,
                 path_style: o.bool("pathStyle")?,
+                // Shared remotes only: a single-writer remote is the CLI's to add.
+                single_writer: false,
             };
             let grace = o.count("graceMs")?.unwrap_or(DEFAULT_GRACE_MS);
             let job = move |s: &ObjectStore, _: Tell<'_>| s.connect_remote(&name, &config, grace).map(|_| ());

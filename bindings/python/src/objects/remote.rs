@@ -117,6 +117,8 @@ pub(super) fn connect(
             .filter(|v| !v.is_none())
             .map(|v| typed(Some(v), "path_style", "a bool or None", false))
             .transpose()?,
+        // Shared remotes only: a single-writer remote is the CLI's to add.
+        single_writer: false,
     };
     let grace = grace_ms(a.grace)?;
     store.run(py, |s| s.connect_remote(&name, &config, grace).map(|_| ()))
