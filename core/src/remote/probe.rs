@@ -309,6 +309,11 @@ mod tests {
         }
     }
 
+    /// The calls the probe never makes, answered with a typed error.
+    fn unused() -> crate::error::Error {
+        crate::error::Error::invalid("the probe makes no range reads or multipart uploads")
+    }
+
     /// S3's ETags: a hash of the content, so equal bytes, equal tags.
     struct ContentTagged(std::sync::Mutex<std::collections::BTreeMap<String, Vec<u8>>>);
 
@@ -322,7 +327,7 @@ mod tests {
             Ok(m.get(key).map(|b| Fetched { bytes: b.clone(), etag: content_tag(b) }))
         }
         fn get_range(&self, _: &str, _: u64, _: u64) -> Result<Vec<u8>> {
-            unimplemented!()
+            Err(unused())
         }
         fn put(&self, key: &str, data: &[u8], cond: Condition<'_>) -> Result<Written> {
             let mut m = self.0.lock().unwrap();
@@ -350,16 +355,16 @@ mod tests {
             Ok(())
         }
         fn start_upload(&self, _: &str) -> Result<String> {
-            unimplemented!()
+            Err(unused())
         }
         fn upload_part(&self, _: &str, _: &str, _: u32, _: &[u8]) -> Result<String> {
-            unimplemented!()
+            Err(unused())
         }
         fn finish_upload(&self, _: &str, _: &str, _: &[String]) -> Result<()> {
-            unimplemented!()
+            Err(unused())
         }
         fn abort_upload(&self, _: &str, _: &str) -> Result<()> {
-            unimplemented!()
+            Err(unused())
         }
         fn describe(&self) -> String {
             "mem://content-tagged".into()
