@@ -449,18 +449,7 @@ impl ObjectStore {
 
     /// An id argument: hex (either case), or the id's raw bytes.
     pub(crate) fn id(&self, v: &JsValue) -> Res<ObjectId> {
-        let kind: HashKind = self.store()?.hash_kind();
-        let id = if let Some(s) = v.as_string() {
-            ObjectId::from_hex(kind, &s)
-        } else if let Some(b) = v.dyn_ref::<Uint8Array>() {
-            ObjectId::from_bytes(kind, &b.to_vec())
-        } else {
-            return Err(invalid(format!(
-                "an object id is a hex string or a Uint8Array of its {} bytes",
-                kind.id_len()
-            )));
-        };
-        Ok(id?)
+        id_arg(self.store()?.hash_kind(), v)
     }
 
     /// Ids of every object, in id order, as hex.
@@ -645,4 +634,17 @@ impl ProgressBar {
             self.thrown = f.call2(&JsValue::NULL, &report::num(done), &report::num(total)).err();
         }
     }
+}
+
+/// An object id argument of a store hashing with `kind`: hex (either
+/// case), or the id's raw bytes.
+pub(crate) fn id_arg(kind: HashKind, v: &JsValue) -> Res<ObjectId> {
+    let id = if let Some(s) = v.as_string() {
+        ObjectId::from_hex(kind, &s)
+    } else if let Some(b) = v.dyn_ref::<Uint8Array>() {
+        ObjectId::from_bytes(kind, &b.to_vec())
+    } else {
+        return Err(invalid(format!("an object id is a hex string or a Uint8Array of its {} bytes", kind.id_len())));
+    };
+    Ok(id?)
 }

@@ -329,18 +329,7 @@ impl RemoteObjects {
     }
 
     fn id(&self, v: &JsValue) -> Res<ObjectId> {
-        let kind = self.opened()?.hash;
-        let id = if let Some(s) = v.as_string() {
-            ObjectId::from_hex(kind, &s)
-        } else if let Some(b) = v.dyn_ref::<Uint8Array>() {
-            ObjectId::from_bytes(kind, &b.to_vec())
-        } else {
-            return Err(invalid(format!(
-                "an object id is a hex string or a Uint8Array of its {} bytes",
-                kind.id_len()
-            )));
-        };
-        Ok(id?)
+        crate::objects::id_arg(self.opened()?.hash, v)
     }
 
     /// The manifest's generation: one more at every push.
