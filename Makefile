@@ -15,6 +15,12 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
+# A CI run builds each crate once, so incremental caches would only fill
+# the disk (gigabytes across the native, Windows and feature builds).
+ifeq ($(CI),true)
+export CARGO_INCREMENTAL := 0
+endif
+
 # Each host package adds its suite to BINDING_TESTS in its own make/*.mk.
 BINDING_TESTS :=
 include $(wildcard make/*.mk)
