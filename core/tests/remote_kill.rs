@@ -49,8 +49,8 @@ impl KillBucket {
 }
 
 impl Bucket for KillBucket {
-    fn get(&self, key: &str) -> bale::Result<Option<Fetched>> {
-        self.after(self.inner.get(key))
+    fn get(&self, key: &str, limit: u64) -> bale::Result<Option<Fetched>> {
+        self.after(self.inner.get(key, limit))
     }
     fn get_range(&self, key: &str, start: u64, len: u64) -> bale::Result<Vec<u8>> {
         self.after(self.inner.get_range(key, start, len))
@@ -247,7 +247,7 @@ fn remote_processes_killed_after_every_bucket_call() {
     let r = Remote::new(gb.clone());
     let (m, etag) = r.manifest().unwrap();
     let first = m.packs[0];
-    let bytes = gb.get(&first.id.pack_key()).unwrap().unwrap().bytes;
+    let bytes = gb.get(&first.id.pack_key(), u64::MAX).unwrap().unwrap().bytes;
     let mut dup = PackBuilder::new(&m.remote_id, 7);
     let mut expired = PackBuilder::new(&m.remote_id, 8);
     let mut orphan = PackBuilder::new(&m.remote_id, 9);

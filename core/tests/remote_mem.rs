@@ -100,6 +100,12 @@ fn small_packs_and_multipart_uploads_hold_the_same_bytes() {
     for (id, data) in &objects {
         assert_eq!(&b.get(id).unwrap(), data);
     }
+    // Packs are at most 1 GiB (FORMAT.md): a larger target, or none, is refused.
+    for pack_target in [0, (1 << 30) + 1] {
+        let r = remote(&bucket).with_options(RemoteOptions { pack_target, ..RemoteOptions::default() });
+        let e = r.push(&a, &PushOptions::default(), &mut none).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    }
 }
 
 #[test]
@@ -275,7 +281,7 @@ fn duplicate_first_pack(bucket: &Arc<MemBucket>) -> bale::remote::PackId {
     let r = Remote::new(bucket.clone());
     let (m, etag) = r.manifest().unwrap();
     let first = m.packs[0];
-    let bytes = bucket.get(&first.id.pack_key()).unwrap().unwrap().bytes;
+    let bytes = bucket.get(&first.id.pack_key(), u64::MAX).unwrap().unwrap().bytes;
     let entries = r.pack_index(&m, &first).unwrap();
     let mut b = PackBuilder::new(&m.remote_id, 4242);
     for e in &entries {
@@ -305,17 +311,17 @@ fn gc_tombstones_duplicate_packs_and_deletes_them_a_grace_period_later() {
     let g = r.gc(&GcOptions::default()).unwrap();
     assert_eq!(g.tombstoned, vec![dup]);
     assert!(g.deleted.is_empty());
-    assert!(bucket.get(&dup.pack_key()).unwrap().is_some(), "kept through the grace period for readers");
+    assert!(bucket.get(&dup.pack_key(), u64::MAX).unwrap().is_some(), "kept through the grace period for readers");
     let dry = r.gc(&GcOptions { dry_run: true, ..GcOptions::default() }).unwrap();
     assert!(dry.deleted.is_empty());
     bucket.advance_clock(GRACE);
     let dry = r.gc(&GcOptions { dry_run: true, ..GcOptions::default() }).unwrap();
     assert_eq!(dry.deleted, vec![dup]);
-    assert!(bucket.get(&dup.pack_key()).unwrap().is_some(), "a dry run changes nothing");
+    assert!(bucket.get(&dup.pack_key(), u64::MAX).unwrap().is_some(), "a dry run changes nothing");
     let g = r.gc(&GcOptions::default()).unwrap();
     assert_eq!(g.deleted, vec![dup]);
-    assert!(bucket.get(&dup.pack_key()).unwrap().is_none());
-    assert!(bucket.get(&dup.index_key()).unwrap().is_none());
+    assert!(bucket.get(&dup.pack_key(), u64::MAX).unwrap().is_none());
+    assert!(bucket.get(&dup.index_key(), u64::MAX).unwrap().is_none());
     let (m, _) = r.manifest().unwrap();
     assert!(m.tombstones.is_empty());
     let b = store(&d, "b");
@@ -323,7 +329,7 @@ fn gc_tombstones_duplicate_packs_and_deletes_them_a_grace_period_later() {
     for (id, data) in &objects {
         assert_eq!(&b.get(id).unwrap(), data);
     }
-    assert!(bucket.get(bale::remote::LEASE_KEY).unwrap().is_none(), "the lease is released");
+    assert!(bucket.get(bale::remote::LEASE_KEY, u64::MAX).unwrap().is_none(), "the lease is released");
 }
 
 #[test]
@@ -411,7 +417,7 @@ fn one_gc_at_a_time() {
     assert_eq!(r.gc(&GcOptions::default()).unwrap_err().kind(), ErrorKind::Locked);
     bucket.advance_clock(2000);
     r.gc(&GcOptions::default()).unwrap();
-    assert!(bucket.get(bale::remote::LEASE_KEY).unwrap().is_none());
+    assert!(bucket.get(bale::remote::LEASE_KEY, u64::MAX).unwrap().is_none());
 }
 
 #[test]
@@ -439,7 +445,7 @@ fn damaged_bytes_in_the_bucket_are_typed_errors() {
     let _ = objects;
 
     // A damaged index.
-    let idx = bucket.get(&p.id.index_key()).unwrap().unwrap().bytes;
+    let idx = bucket.get(&p.id.index_key(), u64::MAX).unwrap().unwrap().bytes;
     bucket.put(&p.id.index_key(), &idx[..idx.len() - 3], Condition::Overwrite).unwrap();
     let err = Remote::new(bucket.clone()).fetch(&b, &[e.id]).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
@@ -543,6 +549,42 @@ fn a_folder_bucket_serves_as_a_remote_for_processes_of_one_machine() {
         assert_eq!(&b.get(id).unwrap(), data);
     }
     assert!(d.join("bucket/manifest").is_file());
+}
+
+/// A hostile or damaged bucket cannot make a reader allocate without end:
+/// every whole read has a bound (the manifest's 256 MiB, a pack's and an
+/// index's length as the manifest gives them, 4 KiB for the gc lease).
+/// Here each object becomes a sparse 64 GiB file, more than this machine's
+/// memory, so reading one whole would fail to allocate.
+#[test]
+fn huge_objects_in_the_bucket_are_refused_before_they_are_read() {
+    let d = tmp("huge");
+    let a = store(&d, "a");
+    fill(&a, 13);
+    let root = d.join("bucket");
+    let bucket: Arc<dyn Bucket> = Arc::new(bale::remote::FsBucket::open(&root).unwrap());
+    let r = Remote::new(bucket.clone());
+    r.create(HashKind::Blake3, GRACE).unwrap();
+    r.push(&a, &PushOptions::default(), &mut none).unwrap();
+    let (m, _) = r.manifest().unwrap();
+    let p = m.packs[0];
+    let grow = |key: &str| {
+        let f = std::fs::OpenOptions::new().write(true).create(true).truncate(false).open(root.join(key)).unwrap();
+        f.set_len(64 << 30).unwrap();
+    };
+    let refused = |e: bale::Error| {
+        assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+        assert!(e.message().contains("longer than"), "{e}");
+    };
+
+    grow(&p.id.pack_key());
+    refused(Remote::new(bucket.clone()).pull(&store(&d, "b"), &mut none).unwrap_err());
+    grow(&p.id.index_key());
+    refused(Remote::new(bucket.clone()).pack_index(&m, &p).unwrap_err());
+    grow(bale::remote::LEASE_KEY);
+    refused(Remote::new(bucket.clone()).gc(&GcOptions::default()).unwrap_err());
+    grow(MANIFEST_KEY);
+    refused(Remote::new(bucket.clone()).manifest().unwrap_err());
 }
 
 #[test]

@@ -119,7 +119,7 @@ fn damaged_records_and_lying_indexes_are_typed_errors() {
     let (small, _) = objects.iter().find(|(_, d)| d.as_slice() == b"small").unwrap();
     let p = index.get(small).unwrap().pack;
     let key = p.id.index_key();
-    let mut idx = bucket.get(&key).unwrap().unwrap().bytes;
+    let mut idx = bucket.get(&key, u64::MAX).unwrap().unwrap().bytes;
     let width = 32 + 24;
     let i = (0..(idx.len() - 64 - 40) / width).find(|i| idx[64 + i * width..][..32] == *small.as_bytes()).unwrap();
     let size_at = 64 + i * width + 32 + 16;

@@ -55,34 +55,47 @@ fn conditional_puts_are_compare_and_swap() {
         b.put("m", b"three", Condition::IfMatch("\"0123456789abcdef0123456789abcdef\"")).unwrap(),
         Written::Refused
     );
-    let f = b.get("m").unwrap().unwrap();
+    let f = b.get("m", u64::MAX).unwrap().unwrap();
     assert_eq!((f.bytes.as_slice(), f.etag.as_str()), (&b"one"[..], e1.as_str()));
 
     let e2 = done(b.put("m", b"four", Condition::IfMatch(&e1)).unwrap());
     assert_ne!(e1, e2);
     // The old tag is stale now.
     assert_eq!(b.put("m", b"five", Condition::IfMatch(&e1)).unwrap(), Written::Refused);
-    let f = b.get("m").unwrap().unwrap();
+    let f = b.get("m", u64::MAX).unwrap().unwrap();
     assert_eq!((f.bytes.as_slice(), f.etag.as_str()), (&b"four"[..], e2.as_str()));
 
     // If-Match on a key that does not exist is refused, not created.
     assert_eq!(b.put("absent", b"x", Condition::IfMatch(&e2)).unwrap(), Written::Refused);
-    assert!(b.get("absent").unwrap().is_none());
+    assert!(b.get("absent", u64::MAX).unwrap().is_none());
 
     let e3 = done(b.put("m", b"six", Condition::Overwrite).unwrap());
-    assert_eq!(b.get("m").unwrap().unwrap().etag, e3);
+    assert_eq!(b.get("m", u64::MAX).unwrap().unwrap().etag, e3);
     // After a delete, a create succeeds again.
     b.delete("m").unwrap();
     done(b.put("m", b"seven", Condition::IfAbsent).unwrap());
-    assert_eq!(b.get("m").unwrap().unwrap().bytes, b"seven");
+    assert_eq!(b.get("m", u64::MAX).unwrap().unwrap().bytes, b"seven");
 }
 
 #[test]
 fn a_missing_object_is_none() {
     let b = bucket("missing");
-    assert!(b.get("nothing/here").unwrap().is_none());
+    assert!(b.get("nothing/here", u64::MAX).unwrap().is_none());
     done(b.put("empty", b"", Condition::IfAbsent).unwrap());
-    assert_eq!(b.get("empty").unwrap().unwrap().bytes, b"");
+    assert_eq!(b.get("empty", u64::MAX).unwrap().unwrap().bytes, b"");
+}
+
+#[test]
+fn a_whole_read_past_its_limit_is_corrupt() {
+    let b = bucket("limit");
+    let data = pattern(100_000, 3);
+    b.put("big", &data, Condition::Overwrite).unwrap();
+    assert_eq!(b.get("big", 100_000).unwrap().unwrap().bytes, data);
+    let e = b.get("big", 99_999).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+    assert!(e.message().contains("longer than the 99999 bytes"), "{e}");
+    assert_eq!(b.get("big", 0).unwrap_err().kind(), ErrorKind::Corrupt);
+    assert!(b.get("absent", 0).unwrap().is_none());
 }
 
 #[test]
@@ -144,7 +157,7 @@ fn keys_with_spaces_and_other_characters_round_trip() {
     let keys = ["sp ace/x", "plus+and%percent", "unicode/é-ü-✓", "q?uery&amp=1"];
     for (i, k) in keys.iter().enumerate() {
         done(b.put(k, &[i as u8], Condition::IfAbsent).unwrap());
-        assert_eq!(b.get(k).unwrap().unwrap().bytes, [i as u8], "{k}");
+        assert_eq!(b.get(k, u64::MAX).unwrap().unwrap().bytes, [i as u8], "{k}");
     }
     let mut sorted = keys.map(String::from).to_vec();
     sorted.sort();
@@ -157,7 +170,7 @@ fn deletes_are_idempotent() {
     let b = bucket("delete");
     b.put("d", b"x", Condition::Overwrite).unwrap();
     b.delete("d").unwrap();
-    assert!(b.get("d").unwrap().is_none());
+    assert!(b.get("d", u64::MAX).unwrap().is_none());
     b.delete("d").unwrap();
     b.delete("never/there").unwrap();
     assert!(b.list("").unwrap().is_empty());
@@ -173,10 +186,10 @@ fn multipart_uploads_join_parts_in_order() {
     let t2 = b.upload_part("big", &u, 2, &parts[2]).unwrap();
     let t0 = b.upload_part("big", &u, 0, &parts[0]).unwrap();
     let t1 = b.upload_part("big", &u, 1, &parts[1]).unwrap();
-    assert!(b.get("big").unwrap().is_none(), "visible before it was finished");
+    assert!(b.get("big", u64::MAX).unwrap().is_none(), "visible before it was finished");
     b.finish_upload("big", &u, &[t0, t1, t2]).unwrap();
     let whole = parts.concat();
-    let got = b.get("big").unwrap().unwrap();
+    let got = b.get("big", u64::MAX).unwrap().unwrap();
     assert_eq!(got.bytes.len(), whole.len());
     assert!(got.bytes == whole, "the joined object differs from its parts");
     assert_eq!(b.get_range("big", 5 * MIB as u64 - 2, 4).unwrap(), &whole[5 * MIB - 2..5 * MIB + 2]);
@@ -193,7 +206,7 @@ fn an_aborted_upload_leaves_nothing() {
     let u = b.start_upload("gone").unwrap();
     b.upload_part("gone", &u, 0, &pattern(1000, 9)).unwrap();
     b.abort_upload("gone", &u).unwrap();
-    assert!(b.get("gone").unwrap().is_none());
+    assert!(b.get("gone", u64::MAX).unwrap().is_none());
     assert!(b.list("").unwrap().is_empty());
     // Aborting again: S3 and moto say NoSuchUpload (404), which is no
     // error; s3s-fs says AccessDenied (403), which cannot be told from a
@@ -208,7 +221,7 @@ fn an_aborted_upload_leaves_nothing() {
     }
     // Finishing the aborted upload.
     assert!(b.finish_upload("gone", &u, &["\"x\"".to_string()]).is_err());
-    assert!(b.get("gone").unwrap().is_none());
+    assert!(b.get("gone", u64::MAX).unwrap().is_none());
 }
 
 #[test]
@@ -222,7 +235,7 @@ fn eight_threads_share_one_bucket() {
                     let key = format!("t{t}/k{i}");
                     let data = pattern(100 + usize::from(i), t);
                     let e = done(b.put(&key, &data, Condition::IfAbsent).unwrap());
-                    assert_eq!(b.get(&key).unwrap().unwrap().bytes, data);
+                    assert_eq!(b.get(&key, u64::MAX).unwrap().unwrap().bytes, data);
                     assert_eq!(b.get_range(&key, 5, 50).unwrap(), &data[5..55]);
                     done(b.put(&key, &data[..10], Condition::IfMatch(&e)).unwrap());
                 }
@@ -289,7 +302,7 @@ fn a_missing_bucket_is_an_error_not_an_empty_remote() {
         assert!(e.message().contains(&format!("the bucket {} does not exist", loc.bucket())), "{e}");
     };
     if server() == "moto" {
-        missing(b.get("k").unwrap_err());
+        missing(b.get("k", u64::MAX).unwrap_err());
         missing(b.list("").unwrap_err());
         missing(b.put("k", b"x", Condition::IfAbsent).unwrap_err());
         missing(b.start_upload("k").unwrap_err());
@@ -297,8 +310,8 @@ fn a_missing_bucket_is_an_error_not_an_empty_remote() {
         // s3s-fs answers a missing bucket as S3 does only for listings;
         // a GET says NoSuchKey, and a PUT creates the bucket's folder.
         missing(b.list("").unwrap_err());
-        assert!(b.get("k").unwrap().is_none());
+        assert!(b.get("k", u64::MAX).unwrap().is_none());
         done(b.put("k", b"x", Condition::IfAbsent).unwrap());
-        assert_eq!(b.get("k").unwrap().unwrap().bytes, b"x");
+        assert_eq!(b.get("k", u64::MAX).unwrap().unwrap().bytes, b"x");
     }
 }

@@ -219,7 +219,7 @@ fn gc_removes_unnamed_packs_after_the_grace_period_and_keeps_every_object() {
     let mut want: Vec<String> = m.packs.iter().flat_map(|p| [p.id.pack_key(), p.id.index_key()]).collect();
     want.sort();
     assert_eq!(keys, want);
-    assert!(b.get(bale::remote::LEASE_KEY).unwrap().is_none());
+    assert!(b.get(bale::remote::LEASE_KEY, u64::MAX).unwrap().is_none());
     let c = store(&d.join("c"));
     r.pull(&c, &mut none).unwrap();
     for (id, data) in &objects {
@@ -239,7 +239,7 @@ fn damaged_bytes_in_the_bucket_are_typed_errors() {
     r.push(&a, &PushOptions::default(), &mut none).unwrap();
     let (m, _) = r.manifest().unwrap();
     let key = m.packs[0].id.pack_key();
-    let mut bytes = b.get(&key).unwrap().unwrap().bytes;
+    let mut bytes = b.get(&key, u64::MAX).unwrap().unwrap().bytes;
     let at = bytes.len() - 100;
     bytes[at] ^= 0x55;
     b.put(&key, &bytes, Condition::Overwrite).unwrap();

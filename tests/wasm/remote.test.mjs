@@ -284,14 +284,26 @@ test('damaged, missing and unreadable remotes give typed errors', async () => {
   await rejects(RemoteObjects.fromUrl(`http://127.0.0.1:${port}/remote/`), 'IO', /GET manifest from http:\/\/127\.0\.0\.1:\d+\/remote/);
 });
 
-test('servers that answer ranges wrongly: each answer a typed error, never wrong bytes', async () => {
-  // Serves remote/ whole, and answers range reads of packs as `mode` says.
+test('servers that answer wrongly: each answer a typed error, never wrong bytes', async () => {
+  // Serves remote/ whole, and answers range reads of packs as `mode` says;
+  // modes `huge` and `padded*` lie about whole reads instead.
   const liar = createHttpServer((req, res) => {
     const [, mode, ...rest] = new URL(req.url, 'http://x').pathname.split('/');
     const file = join(FIXTURE, 'remote', ...rest);
     if (!existsSync(file)) return res.writeHead(404).end();
     const bytes = readFileSync(file);
     const m = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '');
+    if (!m && mode === 'huge' && rest.join('/') === 'manifest') {
+      // Announces 300 MiB and never ends: refused on its header alone.
+      res.writeHead(200, { 'content-length': 300 * 2 ** 20 });
+      return res.write(bytes);
+    }
+    if (!m && mode.startsWith('padded') && file.endsWith('.idx')) {
+      // One byte more than the manifest gives the index, its length said or not.
+      const padded = Buffer.concat([bytes, Buffer.alloc(1)]);
+      const headers = mode === 'padded' ? { 'content-length': padded.length } : { 'transfer-encoding': 'chunked' };
+      return res.writeHead(200, headers).end(padded);
+    }
     if (!m) return res.writeHead(200, { 'content-length': bytes.length }).end(bytes);
     const [a, b] = [Number(m[1]), Number(m[2])];
     const send = (from, to, headers = {}) => {
@@ -315,6 +327,9 @@ test('servers that answer ranges wrongly: each answer a typed error, never wrong
     await rejects((await at('unsized')).get(big.id), 'IO', /asked \d+ bytes, the server sent \d+/);
     await rejects((await at('gone')).get(big.id), 'NOT_FOUND', /GET packs\/[0-9a-f]{64}\.pack .*does not exist/);
     await rejects((await at('broken')).get(big.id), 'IO', /HTTP status 500/);
+    await rejects(at('huge'), 'CORRUPT', /manifest at http:.* is longer than the 268435456 bytes it may have/);
+    await rejects(at('padded'), 'CORRUPT', /\.idx at http:.* is longer than the \d+ bytes it may have/);
+    await rejects(at('padded-chunked'), 'CORRUPT', /\.idx at http:.* is longer than the \d+ bytes it may have/);
   } finally {
     liar.closeAllConnections();
     await new Promise((ok) => liar.close(ok));

@@ -68,7 +68,8 @@ fn read_only() -> Error {
 /// What a run asked the bucket for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Want {
-    Whole(String),
+    /// A key and the most bytes it may have.
+    Whole(String, u64),
     Range(String, u64, u64),
 }
 
@@ -104,8 +105,8 @@ impl Replay {
 }
 
 impl Bucket for Replay {
-    fn get(&self, key: &str) -> bale::Result<Option<Fetched>> {
-        self.answer(Want::Whole(key.to_string()), |h| match h {
+    fn get(&self, key: &str, limit: u64) -> bale::Result<Option<Fetched>> {
+        self.answer(Want::Whole(key.to_string(), limit), |h| match h {
             Have::Whole(f) => f.clone(),
             Have::Range(_) => None,
         })
@@ -171,7 +172,7 @@ async fn fetch_all(http: &Rc<Http>, wants: Vec<Want>) -> Result<Vec<Have>, JsVal
                     let next = if stop.get() { None } else { queue.borrow_mut().pop_front() };
                     let Some((i, want)) = next else { return Ok(JsValue::UNDEFINED) };
                     let got = match &want {
-                        Want::Whole(key) => http.get(key, key == MANIFEST_KEY).await.map(Have::Whole),
+                        Want::Whole(key, limit) => http.get(key, key == MANIFEST_KEY, *limit).await.map(Have::Whole),
                         Want::Range(key, start, len) => http.get_range(key, *start, *len).await.map(Have::Range),
                     };
                     match got {
@@ -265,8 +266,12 @@ async fn open(http: Http) -> Result<RemoteObjects, JsValue> {
     let (remote, replay) = handle(&http.describe);
     let (m, _) = run(&http, &remote, &replay, |r| r.manifest()).await?;
     // Every pack index in one go, rather than one per run.
-    let wants: Vec<Want> =
-        m.packs.iter().chain(m.tombstones.iter().map(|t| &t.pack)).map(|p| Want::Whole(p.id.index_key())).collect();
+    let wants: Vec<Want> = m
+        .packs
+        .iter()
+        .chain(m.tombstones.iter().map(|t| &t.pack))
+        .map(|p| Want::Whole(p.id.index_key(), p.index_len))
+        .collect();
     prefetch(&http, &replay, wants).await?;
     let index = run(&http, &remote, &replay, |r| r.index(&m)).await?;
     let mut objects: Vec<(ObjectId, u64)> = index.objects().map(|(id, l)| (*id, l.entry.size)).collect();

@@ -196,7 +196,9 @@ impl Http {
     /// The whole object under `key`, or `None` when the server says it
     /// does not exist (404, 410). Its entity tag is the `ETag` header, or,
     /// where the server sends none or CORS hides it, a hash of the bytes.
-    pub async fn get(&self, key: &str, fresh: bool) -> Result<Option<Fetched>, JsValue> {
+    /// An object of more than `limit` bytes is `CORRUPT`; one whose
+    /// `Content-Length` says so is refused before its body is read.
+    pub async fn get(&self, key: &str, fresh: bool, limit: u64) -> Result<Option<Fetched>, JsValue> {
         let resp = self.send(key, None, fresh).await?;
         match resp.status() {
             200 => {}
@@ -206,8 +208,19 @@ impl Http {
             }
             _ => return Err(self.status_error(key, &resp)),
         }
-        let etag = resp.headers().get("etag").ok().flatten();
+        let headers = resp.headers();
+        let too_long =
+            || -> JsValue { BaleError(bale::remote::too_long(&format!("{key} at {}", self.describe), limit)).into() };
+        let length = headers.get("content-length").ok().flatten().and_then(|v| v.trim().parse::<u64>().ok());
+        if length.is_some_and(|n| n > limit) {
+            discard(&resp);
+            return Err(too_long());
+        }
+        let etag = headers.get("etag").ok().flatten();
         let bytes = self.body(key, &resp).await?;
+        if bytes.len() as u64 > limit {
+            return Err(too_long());
+        }
         let etag = etag.unwrap_or_else(|| format!("\"{:016x}-{:x}\"", checksum(&bytes, 0), bytes.len()));
         Ok(Some(Fetched { bytes, etag }))
     }

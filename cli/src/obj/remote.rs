@@ -103,7 +103,7 @@ pub struct PushArgs {
     /// Set ref NAME to object ID in the same commit (repeatable).
     #[arg(long = "ref", value_name = "NAME=ID")]
     refs: Vec<String>,
-    /// Start a new pack past this size (K, M, G).
+    /// Start a new pack past this size (K, M, G; at most 1G).
     #[arg(long, value_name = "BYTES", value_parser = super::size_arg)]
     pack_size: Option<u64>,
     /// Uploads at once.

@@ -51,8 +51,12 @@ pub enum Written {
 /// remote's prefix. Every call may fail with `IO` (network, server); a
 /// missing object is `Ok(None)` from `get` and `NOT_FOUND` elsewhere.
 pub trait Bucket: Send + Sync {
-    /// The whole object, or `None` when there is none.
-    fn get(&self, key: &str) -> Result<Option<Fetched>>;
+    /// The whole object, or `None` when there is none. An object of more
+    /// than `limit` bytes is `CORRUPT`, refused without reading more than
+    /// `limit` bytes of it: everything a remote reads whole has a bound
+    /// (FORMAT.md, "Remotes"), so a damaged or hostile bucket cannot make
+    /// a reader allocate without end.
+    fn get(&self, key: &str, limit: u64) -> Result<Option<Fetched>>;
     /// `len` bytes from `start`: exactly that many, or an error
     /// (`NOT_FOUND` when the object is missing, `CORRUPT` when it is
     /// shorter).
@@ -92,6 +96,12 @@ pub fn wall_clock_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// The error of an object longer than a whole read of it may be; `at`
+/// names it.
+pub fn too_long(at: &str, limit: u64) -> Error {
+    Error::corrupt(format!("{at} is longer than the {limit} bytes it may have; the remote's copy is damaged"))
 }
 
 pub(crate) fn missing(bucket: &dyn Bucket, key: &str) -> Error {
@@ -181,8 +191,12 @@ fn next_etag(s: &mut MemState) -> String {
 }
 
 impl Bucket for MemBucket {
-    fn get(&self, key: &str) -> Result<Option<Fetched>> {
-        Ok(self.lock().objects.get(key).map(|o| Fetched { bytes: o.bytes.clone(), etag: o.etag.clone() }))
+    fn get(&self, key: &str, limit: u64) -> Result<Option<Fetched>> {
+        match self.lock().objects.get(key) {
+            Some(o) if o.bytes.len() as u64 > limit => Err(too_long(&format!("{}/{key}", self.describe()), limit)),
+            Some(o) => Ok(Some(Fetched { bytes: o.bytes.clone(), etag: o.etag.clone() })),
+            None => Ok(None),
+        }
     }
 
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Vec<u8>> {
@@ -298,7 +312,7 @@ mod tests {
         assert_eq!(b.put("m", b"2", Condition::IfAbsent).unwrap(), Written::Refused);
         assert_eq!(b.put("m", b"3", Condition::IfMatch("\"other\"")).unwrap(), Written::Refused);
         assert!(matches!(b.put("m", b"4", Condition::IfMatch(&etag)).unwrap(), Written::Done { .. }));
-        assert_eq!(b.get("m").unwrap().unwrap().bytes, b"4");
+        assert_eq!(b.get("m", u64::MAX).unwrap().unwrap().bytes, b"4");
         let lax = MemBucket::ignoring_conditions("t");
         lax.put("m", b"1", Condition::IfAbsent).unwrap();
         assert!(matches!(lax.put("m", b"2", Condition::IfAbsent).unwrap(), Written::Done { .. }));
@@ -312,7 +326,9 @@ mod tests {
         assert_eq!(b.get_range("k", 3, 5).unwrap_err().kind(), ErrorKind::Corrupt);
         assert_eq!(b.get_range("k", u64::MAX, 2).unwrap_err().kind(), ErrorKind::Corrupt);
         assert_eq!(b.get_range("nope", 0, 1).unwrap_err().kind(), ErrorKind::NotFound);
-        assert!(b.get("nope").unwrap().is_none());
+        assert!(b.get("nope", u64::MAX).unwrap().is_none());
+        assert_eq!(b.get("k", 5).unwrap().unwrap().bytes, b"hello");
+        assert_eq!(b.get("k", 4).unwrap_err().kind(), ErrorKind::Corrupt);
     }
 
     #[test]
@@ -321,9 +337,9 @@ mod tests {
         let u = b.start_upload("p").unwrap();
         let t1 = b.upload_part("p", &u, 1, b"world").unwrap();
         let t0 = b.upload_part("p", &u, 0, b"hello ").unwrap();
-        assert!(b.get("p").unwrap().is_none());
+        assert!(b.get("p", u64::MAX).unwrap().is_none());
         b.finish_upload("p", &u, &[t0, t1]).unwrap();
-        assert_eq!(b.get("p").unwrap().unwrap().bytes, b"hello world");
+        assert_eq!(b.get("p", u64::MAX).unwrap().unwrap().bytes, b"hello world");
         let u2 = b.start_upload("q").unwrap();
         b.upload_part("q", &u2, 0, b"x").unwrap();
         assert_eq!(b.open_uploads(), 1);

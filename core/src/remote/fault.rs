@@ -71,8 +71,8 @@ fn injected(call: Call, key: &str, what: &str) -> Error {
 }
 
 impl Bucket for FaultBucket {
-    fn get(&self, key: &str) -> Result<Option<Fetched>> {
-        self.run(Call::Get, key, || self.inner.get(key))
+    fn get(&self, key: &str, limit: u64) -> Result<Option<Fetched>> {
+        self.run(Call::Get, key, || self.inner.get(key, limit))
     }
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Vec<u8>> {
         self.run(Call::GetRange, key, || self.inner.get_range(key, start, len))

@@ -176,7 +176,7 @@ impl Remote {
     fn download_pack(&self, remote_id: &[u8; 16], p: &PackRef) -> Result<Vec<u8>> {
         let key = p.id.pack_key();
         let at = format!("{}/{key}", self.bucket().describe());
-        let f = self.bucket().get(&key)?.ok_or_else(|| {
+        let f = self.bucket().get(&key, p.len)?.ok_or_else(|| {
             Error::new(ErrorKind::NotFound, format!("{at} is missing though the manifest names it; run the pull again"))
         })?;
         if PackId::of(&f.bytes) != p.id || f.bytes.len() as u64 != p.len {

@@ -6,10 +6,10 @@
 //! `.bale-bucket.lock`.
 
 use std::fs;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use super::bucket::{Bucket, Condition, Fetched, Listed, Written};
+use super::bucket::{Bucket, Condition, Fetched, Listed, Written, too_long};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::checksum::checksum;
 use crate::io::os;
@@ -32,6 +32,12 @@ fn io_error(path: &Path, what: &str, e: std::io::Error) -> Error {
 
 fn etag_of(bytes: &[u8]) -> String {
     format!("\"{:016x}-{:x}\"", checksum(bytes, 0), bytes.len())
+}
+
+/// The length an entity tag of `etag_of` names.
+fn etag_len(tag: &str) -> Option<u64> {
+    let hex = tag.strip_suffix('"')?.rsplit_once('-')?.1;
+    u64::from_str_radix(hex, 16).ok()
 }
 
 impl FsBucket {
@@ -87,12 +93,25 @@ impl FsBucket {
         Ok(done)
     }
 
-    fn read(&self, path: &Path) -> Result<Option<Vec<u8>>> {
-        match fs::read(path) {
-            Ok(b) => Ok(Some(b)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(io_error(path, "read", e)),
+    /// The file's bytes, `None` when it is missing, `CORRUPT` when it
+    /// has more than `limit`.
+    fn read(&self, path: &Path, limit: u64) -> Result<Option<Vec<u8>>> {
+        let mut f = match fs::File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_error(path, "read", e)),
+        };
+        let size = f.metadata().map_err(|e| io_error(path, "stat", e))?.len();
+        if size > limit {
+            return Err(too_long(&path.display().to_string(), limit));
         }
+        // The file may grow after the stat: read no more than allowed.
+        let mut b = Vec::with_capacity(size as usize);
+        (&mut f).take(limit.saturating_add(1)).read_to_end(&mut b).map_err(|e| io_error(path, "read", e))?;
+        if b.len() as u64 > limit {
+            return Err(too_long(&path.display().to_string(), limit));
+        }
+        Ok(Some(b))
     }
 
     fn walk(&self, dir: &Path, rel: &str, prefix: &str, out: &mut Vec<Listed>) -> Result<()> {
@@ -134,8 +153,8 @@ impl FsBucket {
 }
 
 impl Bucket for FsBucket {
-    fn get(&self, key: &str) -> Result<Option<Fetched>> {
-        Ok(self.read(&self.path(key)?)?.map(|bytes| Fetched { etag: etag_of(&bytes), bytes }))
+    fn get(&self, key: &str, limit: u64) -> Result<Option<Fetched>> {
+        Ok(self.read(&self.path(key)?, limit)?.map(|bytes| Fetched { etag: etag_of(&bytes), bytes }))
     }
 
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Vec<u8>> {
@@ -173,7 +192,12 @@ impl Bucket for FsBucket {
                     .map_err(|e| io_error(&lock_path, "create", e))?;
                 let lock = crate::objects::dir::file_lock(&lock_path, 0)?;
                 lock.set(0, LockMode::Exclusive, true)?;
-                let current = self.read(&path)?;
+                // The tag carries the length: a longer object cannot match.
+                let current = match etag_len(want).map(|len| self.read(&path, len)) {
+                    Some(Ok(current)) => current,
+                    Some(Err(e)) if e.kind() != ErrorKind::Corrupt => return Err(e),
+                    _ => None,
+                };
                 if current.map(|b| etag_of(&b)).as_deref() != Some(want) {
                     let _ = fs::remove_file(&tmp);
                     return Ok(Written::Refused);
@@ -288,7 +312,13 @@ mod tests {
         assert_eq!(b.put("m", b"2", Condition::IfAbsent).unwrap(), Written::Refused);
         assert_eq!(b.put("m", b"3", Condition::IfMatch("\"x\"")).unwrap(), Written::Refused);
         assert!(matches!(b.put("m", b"4", Condition::IfMatch(&etag)).unwrap(), Written::Done { .. }));
-        assert_eq!(b.get("m").unwrap().unwrap().bytes, b"4");
+        assert_eq!(b.get("m", u64::MAX).unwrap().unwrap().bytes, b"4");
+        assert_eq!(b.get("m", 1).unwrap().unwrap().bytes, b"4");
+        assert_eq!(b.get("m", 0).unwrap_err().kind(), ErrorKind::Corrupt);
+        // A tag naming another length, or none, matches nothing.
+        let other_len = etag.replace("-1\"", "-2\"");
+        assert_eq!(b.put("m", b"5", Condition::IfMatch(&other_len)).unwrap(), Written::Refused);
+        assert_eq!(b.put("m", b"5", Condition::IfMatch("\"1-zz\"")).unwrap(), Written::Refused);
         b.put("packs/a.pack", b"hello", Condition::IfAbsent).unwrap();
         assert_eq!(b.get_range("packs/a.pack", 1, 3).unwrap(), b"ell");
         assert_eq!(b.get_range("packs/a.pack", 3, 3).unwrap_err().kind(), ErrorKind::Corrupt);
@@ -300,7 +330,7 @@ mod tests {
         let t0 = b.upload_part("packs/big", &u, 0, b"ab").unwrap();
         let t1 = b.upload_part("packs/big", &u, 1, b"cd").unwrap();
         b.finish_upload("packs/big", &u, &[t0, t1]).unwrap();
-        assert_eq!(b.get("packs/big").unwrap().unwrap().bytes, b"abcd");
+        assert_eq!(b.get("packs/big", u64::MAX).unwrap().unwrap().bytes, b"abcd");
         b.delete("packs/big").unwrap();
         b.delete("packs/big").unwrap();
         for bad in ["../x", "/x", "a//b", ".bale-tmp/x", ""] {
@@ -318,7 +348,7 @@ mod tests {
                 s.spawn(move || {
                     for _ in 0..25 {
                         loop {
-                            let f = b.get("n").unwrap().unwrap();
+                            let f = b.get("n", u64::MAX).unwrap().unwrap();
                             let n: u64 = std::str::from_utf8(&f.bytes).unwrap().parse().unwrap();
                             if let Written::Done { .. } =
                                 b.put("n", (n + 1).to_string().as_bytes(), Condition::IfMatch(&f.etag)).unwrap()
@@ -330,6 +360,6 @@ mod tests {
                 });
             }
         });
-        assert_eq!(b.get("n").unwrap().unwrap().bytes, b"100");
+        assert_eq!(b.get("n", u64::MAX).unwrap().unwrap().bytes, b"100");
     }
 }

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use super::bucket::{Condition, Written};
 use super::handle::Remote;
-use super::manifest::{MANIFEST_KEY, PACKS_PREFIX, PackId, Tombstone};
+use super::manifest::{MANIFEST_KEY, PACKS_PREFIX, PackId, SMALL_OBJECT_MAX_LEN, Tombstone};
 use super::push::{UPLOADS_PREFIX, backoff};
 use crate::error::{Error, ErrorKind, Result};
 use crate::objects::ObjectId;
@@ -180,7 +180,7 @@ impl Remote {
                 continue;
             }
             let name = l.key.trim_start_matches(UPLOADS_PREFIX);
-            if let Some(f) = b.get(&l.key)?
+            if let Some(f) = b.get(&l.key, SMALL_OBJECT_MAX_LEN)?
                 && let Ok(upload) = std::str::from_utf8(&f.bytes)
             {
                 b.abort_upload(&format!("{PACKS_PREFIX}{name}"), upload.trim())?;
@@ -201,7 +201,7 @@ impl Remote {
         if let Written::Done { .. } = b.put(LEASE_KEY, body(b.now_ms()).as_bytes(), Condition::IfAbsent)? {
             return Ok(nonce);
         }
-        let held = b.get(LEASE_KEY)?;
+        let held = b.get(LEASE_KEY, SMALL_OBJECT_MAX_LEN)?;
         let Some(held) = held else {
             // Released meanwhile: try once more.
             return match b.put(LEASE_KEY, body(b.now_ms()).as_bytes(), Condition::IfAbsent)? {
@@ -230,7 +230,7 @@ impl Remote {
 
     fn release_lease(&self, nonce: u64) -> Result<()> {
         let b = self.bucket();
-        if let Some(f) = b.get(LEASE_KEY)?
+        if let Some(f) = b.get(LEASE_KEY, SMALL_OBJECT_MAX_LEN)?
             && parse_lease(&f.bytes).is_some_and(|(n, _)| n == nonce)
         {
             b.delete(LEASE_KEY)?;

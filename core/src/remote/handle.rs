@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::bucket::{Bucket, Condition, Fetched, Listed, Written};
 use super::cache::RemoteCache;
-use super::manifest::{MANIFEST_KEY, Manifest, PackId, PackRef};
+use super::manifest::{MANIFEST_KEY, MANIFEST_MAX_LEN, Manifest, PackId, PackRef};
 use super::pack_index::{IndexEntry, decode_index};
 use crate::error::{Error, ErrorKind, Result};
 use crate::objects::entry::FLAG_OBJECT;
@@ -70,8 +70,8 @@ impl Counted {
 }
 
 impl Bucket for Counted {
-    fn get(&self, key: &str) -> Result<Option<Fetched>> {
-        let r = self.inner.get(key);
+    fn get(&self, key: &str, limit: u64) -> Result<Option<Fetched>> {
+        let r = self.inner.get(key, limit);
         self.count(0, r.as_ref().ok().and_then(|f| f.as_ref()).map_or(0, |f| f.bytes.len()));
         r
     }
@@ -257,7 +257,7 @@ impl Remote {
     /// The current manifest and its entity tag.
     pub fn manifest(&self) -> Result<(Manifest, String)> {
         let at = format!("{}/{MANIFEST_KEY}", self.bucket.describe());
-        let f = self.bucket.get(MANIFEST_KEY)?.ok_or_else(|| {
+        let f = self.bucket.get(MANIFEST_KEY, MANIFEST_MAX_LEN)?.ok_or_else(|| {
             Error::new(
                 ErrorKind::NotFound,
                 format!("{at} does not exist: the remote was never set up; add it with `bale obj remote add`"),
@@ -294,7 +294,7 @@ impl Remote {
             return Ok(entries);
         }
         let key = p.id.index_key();
-        let f = self.bucket.get(&key)?.ok_or_else(|| {
+        let f = self.bucket.get(&key, p.index_len)?.ok_or_else(|| {
             Error::new(
                 ErrorKind::NotFound,
                 format!(

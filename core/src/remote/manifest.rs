@@ -4,16 +4,25 @@
 
 use std::collections::BTreeMap;
 
+use super::pack_index::index_len;
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::bytes::{u32_at, u64_at};
 use crate::format::checksum::checksum;
 use crate::format::header::{FileKind, HEADER_LEN, Header};
+use crate::objects::record::RECORD_HEADER_LEN;
 use crate::objects::{HashKind, ObjectId};
 
 pub const MANIFEST_VERSION: u16 = 1;
 /// Writer nonces a manifest remembers, newest last: enough to settle a
 /// commit whose reply was lost while hundreds of others landed.
 pub const MAX_COMMITS: usize = 1024;
+/// The most bytes a manifest may have: a reader reads no more.
+pub const MANIFEST_MAX_LEN: u64 = 256 << 20;
+/// The most bytes a pack may have: a reader may hold a whole one.
+pub const PACK_MAX_LEN: u64 = 1 << 30;
+/// The most bytes of the bucket's small objects: `gc-lease`, `uploads/`
+/// markers and probes.
+pub const SMALL_OBJECT_MAX_LEN: u64 = 4096;
 const MAX_REF_NAME: usize = 255;
 const PACK_REF_LEN: usize = 56;
 const TOMBSTONE_LEN: usize = PACK_REF_LEN + 8;
@@ -171,6 +180,9 @@ impl Manifest {
     /// rule of FORMAT.md.
     pub fn decode(b: &[u8], at: &str) -> Result<Manifest> {
         let bad = |what: &str| Error::corrupt(format!("{at}: {what}; the manifest is damaged"));
+        if b.len() as u64 > MANIFEST_MAX_LEN {
+            return Err(bad("it is longer than 256 MiB"));
+        }
         let header = Header::decode(b, FileKind::RemoteManifest, MANIFEST_VERSION).map_err(|e| match e.kind() {
             ErrorKind::InvalidArgument => bad("not a manifest"),
             _ => e.with_context(at),
@@ -245,6 +257,15 @@ impl Manifest {
             if p.len < HEADER_LEN as u64 {
                 return Err(bad(&format!("pack {} is shorter than a header", p.id)));
             }
+            if p.len > PACK_MAX_LEN {
+                return Err(bad(&format!("pack {} is longer than 1 GiB", p.id)));
+            }
+            if p.records > (p.len - HEADER_LEN as u64) / RECORD_HEADER_LEN as u64 {
+                return Err(bad(&format!("pack {} holds more records than fit in it", p.id)));
+            }
+            if p.index_len != index_len(hash, p.records) {
+                return Err(bad(&format!("the index length of pack {} does not fit its record count", p.id)));
+            }
         }
         Ok(m)
     }
@@ -294,7 +315,7 @@ mod tests {
     fn sample() -> Manifest {
         let mut m = Manifest::new([7; 16], HashKind::Blake3, 60_000);
         m.generation = 9;
-        m.packs.push(PackRef { id: PackId([1; 32]), len: 1000, index_len: 200, records: 3 });
+        m.packs.push(PackRef { id: PackId([1; 32]), len: 1000, index_len: 272, records: 3 });
         m.tombstones.push(Tombstone {
             pack: PackRef { id: PackId([2; 32]), len: 64, index_len: 104, records: 0 },
             since_ms: 123,
@@ -333,10 +354,54 @@ mod tests {
     fn hostile_counts_are_refused_before_allocating() {
         let mut b = sample().encode();
         b[80..84].copy_from_slice(&u32::MAX.to_le_bytes());
+        reseal(&mut b);
+        assert_eq!(Manifest::decode(&b, "t").unwrap_err().kind(), ErrorKind::Corrupt);
+    }
+
+    /// Reseals a manifest whose bytes a test changed.
+    fn reseal(b: &mut [u8]) {
         let n = b.len() - 8;
         let sum = checksum(&b[..n], 0);
         b[n..].copy_from_slice(&sum.to_le_bytes());
-        assert_eq!(Manifest::decode(&b, "t").unwrap_err().kind(), ErrorKind::Corrupt);
+    }
+
+    #[test]
+    fn pack_lengths_must_be_bounded_and_consistent() {
+        type Change = fn(&mut PackRef);
+        let cases: [(&str, Change); 4] = [
+            ("longer than 1 GiB", |p| p.len = PACK_MAX_LEN + 1),
+            ("more records than fit", |p| {
+                p.records = 15;
+                p.index_len = index_len(HashKind::Blake3, 15);
+            }),
+            ("index length", |p| p.index_len += 1),
+            ("records than fit", |p| {
+                p.records = u64::MAX;
+                p.index_len = u64::MAX;
+            }),
+        ];
+        for (why, change) in cases {
+            let mut m = sample();
+            change(&mut m.packs[0]);
+            let e = Manifest::decode(&m.encode(), "t").unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Corrupt, "{why}: {e}");
+            assert!(e.to_string().contains(why.split(' ').next_back().unwrap()), "{why}: {e}");
+        }
+        let mut m = sample();
+        m.packs[0].len = PACK_MAX_LEN;
+        assert_eq!(Manifest::decode(&m.encode(), "t").unwrap(), m);
+    }
+
+    #[test]
+    fn a_manifest_past_the_limit_is_refused() {
+        let mut b = sample().encode();
+        let tail = b.split_off(b.len() - 8);
+        b.resize(MANIFEST_MAX_LEN as usize + 1 - tail.len(), 0);
+        b.extend_from_slice(&tail);
+        reseal(&mut b);
+        let e = Manifest::decode(&b, "t").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Corrupt);
+        assert!(e.to_string().contains("longer than 256 MiB"), "{e}");
     }
 
     #[test]

@@ -46,6 +46,11 @@ fn entry_width(hash: HashKind) -> usize {
     hash.id_len() + 24
 }
 
+/// The length of the index of a pack of `records` records.
+pub fn index_len(hash: HashKind, records: u64) -> u64 {
+    records.saturating_mul(entry_width(hash) as u64).saturating_add((HEADER_LEN + TRAILER_LEN) as u64)
+}
+
 /// The header of a remote pack: kind `PACK`, area 2, the writer's nonce as
 /// its number (so no two uploads have the same bytes).
 pub fn pack_header(remote_id: &[u8; 16], nonce: u64) -> [u8; HEADER_LEN] {

@@ -4,6 +4,7 @@
 //! each other's manifests. Bale checks before it shares a remote.
 
 use super::bucket::{Bucket, Condition, Written};
+use super::manifest::SMALL_OBJECT_MAX_LEN;
 use crate::error::{Error, ErrorKind, Result};
 
 /// Writes a fresh key `probe/<16 hex digits>` four times, each with a
@@ -65,7 +66,7 @@ fn probe_at(bucket: &dyn Bucket, key: &str) -> Result<()> {
         return Err(ignored(&format!("ignored If-Match (a write of {at} naming a wrong ETag replaced it)")));
     }
     // Refused, but stored anyway?
-    match bucket.get(key)? {
+    match bucket.get(key, SMALL_OBJECT_MAX_LEN)? {
         Some(f) if f.bytes == first => {}
         _ => return Err(ignored(&format!("stored writes of {at} it reported as refused"))),
     }
@@ -76,7 +77,7 @@ fn probe_at(bucket: &dyn Bucket, key: &str) -> Result<()> {
             return Err(ignored(&format!("refused If-Match with the current ETag of {at} ({etag})")));
         }
     }
-    match bucket.get(key)? {
+    match bucket.get(key, SMALL_OBJECT_MAX_LEN)? {
         Some(f) if f.bytes == fourth => Ok(()),
         _ => Err(ignored(&format!("did not store a write of {at} it reported as done"))),
     }
@@ -98,7 +99,7 @@ fn race_at(bucket: &dyn Bucket, key: &str) -> Result<()> {
     }
     // None won (S3 may answer simultaneous conditional writes with 409,
     // taken as refused): nothing to replace.
-    let Some(current) = bucket.get(key)? else { return Ok(()) };
+    let Some(current) = bucket.get(key, SMALL_OBJECT_MAX_LEN)? else { return Ok(()) };
     let wins = race(bucket, key, Condition::IfMatch(&current.etag))?.unwrap_or(0);
     if wins > 1 {
         return Err(refusal(
@@ -203,8 +204,8 @@ mod tests {
     }
 
     impl Bucket for Partial {
-        fn get(&self, key: &str) -> Result<Option<Fetched>> {
-            self.inner.get(key)
+        fn get(&self, key: &str, limit: u64) -> Result<Option<Fetched>> {
+            self.inner.get(key, limit)
         }
         fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Vec<u8>> {
             self.inner.get_range(key, start, len)
@@ -213,7 +214,7 @@ mod tests {
             if let Some((owner, between)) = &self.racy
                 && std::thread::current().id() != *owner
             {
-                let current = self.inner.get(key)?.map(|f| f.etag);
+                let current = self.inner.get(key, u64::MAX)?.map(|f| f.etag);
                 let holds = match cond {
                     Condition::Overwrite => true,
                     Condition::IfAbsent => current.is_none(),
@@ -304,7 +305,7 @@ mod tests {
         for _ in 0..20 {
             let key = probe_key();
             assert_eq!(race(&b, &key, Condition::IfAbsent).unwrap(), Some(1));
-            let etag = b.get(&key).unwrap().unwrap().etag;
+            let etag = b.get(&key, u64::MAX).unwrap().unwrap().etag;
             assert_eq!(race(&b, &key, Condition::IfMatch(&etag)).unwrap(), Some(1));
         }
     }
@@ -322,7 +323,7 @@ mod tests {
     }
 
     impl Bucket for ContentTagged {
-        fn get(&self, key: &str) -> Result<Option<Fetched>> {
+        fn get(&self, key: &str, _limit: u64) -> Result<Option<Fetched>> {
             let m = self.0.lock().unwrap();
             Ok(m.get(key).map(|b| Fetched { bytes: b.clone(), etag: content_tag(b) }))
         }

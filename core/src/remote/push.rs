@@ -6,9 +6,10 @@ use std::time::{Duration, Instant};
 
 use super::bucket::{Condition, Written};
 use super::handle::{Remote, RemoteIndex};
-use super::manifest::{MANIFEST_KEY, Manifest, PackId, PackRef, check_ref_name};
+use super::manifest::{MANIFEST_KEY, MANIFEST_MAX_LEN, Manifest, PACK_MAX_LEN, PackId, PackRef, check_ref_name};
 use super::pack_index::{BuiltPack, PackBuilder};
 use crate::error::{Error, ErrorKind, Result};
+use crate::format::header::HEADER_LEN;
 use crate::objects::chunk_list::decode_list;
 use crate::objects::entry::FLAG_OBJECT;
 use crate::objects::record::RecordKind;
@@ -74,6 +75,12 @@ impl Remote {
     pub fn push(&self, store: &ObjectStore, opts: &PushOptions, progress: Progress<'_>) -> Result<PushReport> {
         for (name, _) in &opts.refs {
             check_ref_name(name)?;
+        }
+        if self.options.pack_target == 0 || self.options.pack_target > PACK_MAX_LEN {
+            return Err(Error::invalid(format!(
+                "a pack size of {} bytes: packs are 1 byte to 1 GiB",
+                self.options.pack_target
+            )));
         }
         let started = Instant::now();
         let nonce = crate::objects::random_u64();
@@ -164,7 +171,8 @@ impl Remote {
         // and sent in parallel.
         for &(id, flags) in records {
             let len = store.entry(&id)?.map_or(0, |e| e.record_len());
-            if !cur.is_empty() && bytes + len > self.options.pack_target {
+            // No pack passes PACK_MAX_LEN, its header included.
+            if !cur.is_empty() && bytes + len > self.options.pack_target.min(PACK_MAX_LEN - HEADER_LEN as u64) {
                 groups.push(std::mem::take(&mut cur));
                 bytes = 0;
             }
@@ -289,7 +297,14 @@ impl Remote {
             next.remember(nonce);
             attempt += 1;
             report.attempts += 1;
-            let outcome = self.bucket().put(MANIFEST_KEY, &next.encode(), Condition::IfMatch(etag));
+            let bytes = next.encode();
+            if bytes.len() as u64 > MANIFEST_MAX_LEN {
+                return Err(Error::new(
+                    ErrorKind::TooLarge,
+                    "the manifest would pass 256 MiB: too many packs; run `bale obj remote gc`",
+                ));
+            }
+            let outcome = self.bucket().put(MANIFEST_KEY, &bytes, Condition::IfMatch(etag));
             match outcome {
                 Ok(Written::Done { etag: e }) => {
                     *etag = e;

@@ -30,7 +30,7 @@ use object_store::{
 use settings::{Resolved, resolve, resolve_place};
 pub use settings::{S3Addressing, S3Credentials, S3Location, S3Options};
 
-use super::bucket::{Bucket, Condition, Fetched, Listed, Written};
+use super::bucket::{Bucket, Condition, Fetched, Listed, Written, too_long};
 use crate::error::{Error, ErrorKind, Result};
 
 /// A bucket, or a prefix of one, on an S3-compatible server.
@@ -223,17 +223,31 @@ impl Drop for S3Bucket {
 }
 
 impl Bucket for S3Bucket {
-    fn get(&self, key: &str) -> Result<Option<Fetched>> {
+    fn get(&self, key: &str, limit: u64) -> Result<Option<Fetched>> {
         let path = self.path(key)?;
         let store = self.store.clone();
         let got = self.run(async move {
             let r = store.get_opts(&path, GetOptions::default()).await?;
             let etag = r.meta.e_tag.clone();
-            Ok::<_, object_store::Error>((r.bytes().await?, etag))
+            if r.meta.size > limit {
+                return Ok(None);
+            }
+            // The length the server announced may be a lie: stop reading
+            // past the limit rather than trust it.
+            let mut body = Vec::with_capacity(r.meta.size as usize);
+            let mut stream = r.into_stream();
+            while let Some(chunk) = stream.try_next().await? {
+                if (body.len() + chunk.len()) as u64 > limit {
+                    return Ok(None);
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok::<_, object_store::Error>(Some((body, etag)))
         })?;
         match got {
-            Ok((bytes, Some(etag))) => Ok(Some(Fetched { bytes: bytes.to_vec(), etag })),
-            Ok((_, None)) => Err(no_etag(&self.url(key))),
+            Ok(Some((bytes, Some(etag)))) => Ok(Some(Fetched { bytes, etag })),
+            Ok(Some((_, None))) => Err(no_etag(&self.url(key))),
+            Ok(None) => Err(too_long(&self.url(key), limit)),
             Err(e) if no_bucket(&e) => Err(self.fail("reading", key, e)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(self.fail("reading", key, e)),
@@ -477,7 +491,7 @@ mod tests {
     fn bad_keys_are_refused_before_any_request() {
         let b = unreachable_bucket();
         for key in ["", "/a", "a/", "a//b", "a/./b", "../a", "a\u{1}b"] {
-            assert_eq!(b.get(key).unwrap_err().kind(), ErrorKind::InvalidArgument, "{key:?}");
+            assert_eq!(b.get(key, 1).unwrap_err().kind(), ErrorKind::InvalidArgument, "{key:?}");
         }
         assert_eq!(b.list("a//").unwrap_err().kind(), ErrorKind::InvalidArgument);
         assert_eq!(b.get_range("a", u64::MAX, 2).unwrap_err().kind(), ErrorKind::InvalidArgument);
@@ -487,7 +501,7 @@ mod tests {
     fn calls_from_inside_a_tokio_runtime_do_not_panic() {
         let b = unreachable_bucket();
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let e = rt.block_on(async { b.get("k").unwrap_err() });
+        let e = rt.block_on(async { b.get("k", 1).unwrap_err() });
         assert_eq!(e.kind(), ErrorKind::Io);
         // Nor does dropping the bucket there.
         rt.block_on(async move { drop(b) });
