@@ -424,3 +424,13 @@ fn report_pull(ctx: &Ctx, rep: &bale::remote::PullReport, r: &Remote, started: I
     }
     Ok(exit::OK)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_grace_period_is_the_core_s() {
+        assert_eq!(duration_ms(DEFAULT_GRACE), Ok(bale::remote::DEFAULT_GRACE_MS));
+    }
+}
