@@ -108,6 +108,50 @@ fn small_packs_and_multipart_uploads_hold_the_same_bytes() {
     }
 }
 
+/// With a cache, the manifest is read by a conditional GET: unchanged, it
+/// costs a request and no body; changed, the new one arrives; a cache
+/// whose tag does not belong to its manifest bytes is not trusted.
+#[test]
+fn an_unchanged_manifest_is_not_sent_again() {
+    let d = tmp("notmodified");
+    let a = store(&d, "a");
+    fill(&a, 4);
+    let bucket = Arc::new(MemBucket::new("nm"));
+    let writer = remote(&bucket);
+    std::fs::create_dir_all(d.join("b")).unwrap();
+    let cache = || RemoteCache::open(Arc::new(FsDir::new(d.join("b"))), "remotes/origin").unwrap();
+    let r = Remote::new(bucket.clone()).with_cache(cache());
+    let (m0, tag0) = r.manifest().unwrap();
+    assert!(r.traffic().bytes_received > 0);
+    let again = Remote::new(bucket.clone()).with_cache(cache());
+    assert_eq!(again.manifest().unwrap(), (m0.clone(), tag0.clone()));
+    assert_eq!((again.traffic().requests, again.traffic().bytes_received), (1, 0), "a request, no body");
+
+    writer.push(&a, &PushOptions::default(), &mut none).unwrap();
+    let (m1, tag1) = again.manifest().unwrap();
+    assert_eq!(m1.generation, m0.generation + 1);
+    assert_ne!(tag1, tag0);
+    assert!(again.traffic().bytes_received > 0, "the changed manifest was sent");
+    assert_eq!(bucket.get(MANIFEST_KEY, u64::MAX).unwrap().unwrap().etag, tag1);
+
+    // A tag file written for other bytes (another process replaced the
+    // manifest file between the two writes) is ignored.
+    let tag_file = d.join("b/remotes/origin/manifest.etag");
+    let text = std::fs::read_to_string(&tag_file).unwrap();
+    std::fs::write(&tag_file, format!("0000000000000000 {}", text.split_once(' ').unwrap().1)).unwrap();
+    let fresh = Remote::new(bucket.clone()).with_cache(cache());
+    assert_eq!(fresh.manifest().unwrap().0, m1);
+    assert!(fresh.traffic().bytes_received > 0, "read whole, not trusted");
+    // A push through a cached handle keeps the tag: the next read is free.
+    let b = store(&d, "b2");
+    b.add(b"one more object").unwrap();
+    let pusher = Remote::new(bucket.clone()).with_cache(cache());
+    pusher.push(&b, &PushOptions::default(), &mut none).unwrap();
+    let after = Remote::new(bucket.clone()).with_cache(cache());
+    assert_eq!(after.manifest().unwrap().0.generation, m1.generation + 1);
+    assert_eq!(after.traffic().bytes_received, 0);
+}
+
 #[test]
 fn a_lazy_clone_fetches_only_what_one_object_needs() {
     let d = tmp("lazy");

@@ -5,7 +5,7 @@
 
 use bale::ErrorKind;
 use bale::remote::{
-    Bucket, Condition, S3Bucket, S3Credentials, S3Location, S3Options, Written, probe_conditional_writes,
+    Bucket, Condition, Fetched, Got, S3Bucket, S3Credentials, S3Location, S3Options, Written, probe_conditional_writes,
 };
 
 fn env(name: &str) -> String {
@@ -83,6 +83,19 @@ fn a_missing_object_is_none() {
     assert!(b.get("nothing/here", u64::MAX).unwrap().is_none());
     done(b.put("empty", b"", Condition::IfAbsent).unwrap());
     assert_eq!(b.get("empty", u64::MAX).unwrap().unwrap().bytes, b"");
+}
+
+#[test]
+fn conditional_reads_say_unchanged_changed_or_missing() {
+    let b = bucket("ifnonematch");
+    let e1 = done(b.put("m", b"one", Condition::IfAbsent).unwrap());
+    assert_eq!(b.get_if_changed("m", 100, &e1).unwrap(), Got::Unchanged);
+    let e2 = done(b.put("m", b"two", Condition::IfMatch(&e1)).unwrap());
+    let changed = Got::Changed(Fetched { bytes: b"two".to_vec(), etag: e2.clone() });
+    assert_eq!(b.get_if_changed("m", 100, &e1).unwrap(), changed);
+    assert_eq!(b.get_if_changed("m", 100, &e2).unwrap(), Got::Unchanged);
+    assert_eq!(b.get_if_changed("m", 2, &e1).unwrap_err().kind(), ErrorKind::Corrupt);
+    assert_eq!(b.get_if_changed("absent", 100, &e1).unwrap(), Got::Missing);
 }
 
 #[test]

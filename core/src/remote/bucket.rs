@@ -26,6 +26,15 @@ pub struct Fetched {
     pub etag: String,
 }
 
+/// What a conditional GET found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Got {
+    Missing,
+    /// The object still has the entity tag named: no body was sent.
+    Unchanged,
+    Changed(Fetched),
+}
+
 /// What a PUT requires of the object already under its key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Condition<'a> {
@@ -57,6 +66,16 @@ pub trait Bucket: Send + Sync {
     /// (FORMAT.md, "Remotes"), so a damaged or hostile bucket cannot make
     /// a reader allocate without end.
     fn get(&self, key: &str, limit: u64) -> Result<Option<Fetched>>;
+    /// `get` with `If-None-Match: <etag>`: `Unchanged`, without the
+    /// body, while the object keeps that entity tag. Buckets without
+    /// conditional reads fetch it and compare.
+    fn get_if_changed(&self, key: &str, limit: u64, etag: &str) -> Result<Got> {
+        Ok(match self.get(key, limit)? {
+            None => Got::Missing,
+            Some(f) if f.etag == etag => Got::Unchanged,
+            Some(f) => Got::Changed(f),
+        })
+    }
     /// `len` bytes from `start`: exactly that many, or an error
     /// (`NOT_FOUND` when the object is missing, `CORRUPT` when it is
     /// shorter).
@@ -197,6 +216,16 @@ impl Bucket for MemBucket {
             Some(o) => Ok(Some(Fetched { bytes: o.bytes.clone(), etag: o.etag.clone() })),
             None => Ok(None),
         }
+    }
+
+    fn get_if_changed(&self, key: &str, limit: u64, etag: &str) -> Result<Got> {
+        match self.lock().objects.get(key) {
+            Some(o) if o.etag == etag => return Ok(Got::Unchanged),
+            None => return Ok(Got::Missing),
+            Some(_) => {}
+        }
+        // Changed (or changed again since): read it as a GET would.
+        Ok(self.get(key, limit)?.map_or(Got::Missing, Got::Changed))
     }
 
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Vec<u8>> {

@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::bucket::{Bucket, Condition, Fetched, Listed, Written};
+use super::bucket::{Bucket, Condition, Fetched, Got, Listed, Written};
 use crate::error::{Error, ErrorKind, Result};
 
 /// The calls a fault can hit.
@@ -73,6 +73,9 @@ fn injected(call: Call, key: &str, what: &str) -> Error {
 impl Bucket for FaultBucket {
     fn get(&self, key: &str, limit: u64) -> Result<Option<Fetched>> {
         self.run(Call::Get, key, || self.inner.get(key, limit))
+    }
+    fn get_if_changed(&self, key: &str, limit: u64, etag: &str) -> Result<Got> {
+        self.run(Call::Get, key, || self.inner.get_if_changed(key, limit, etag))
     }
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Vec<u8>> {
         self.run(Call::GetRange, key, || self.inner.get_range(key, start, len))

@@ -131,8 +131,8 @@ impl Remote {
             // began, so the orphans found are really unnamed.
             attempt += 1;
             match b.put(MANIFEST_KEY, &next.encode(), Condition::IfMatch(&etag)) {
-                Ok(Written::Done { .. }) => {
-                    self.remember_manifest(&next)?;
+                Ok(Written::Done { etag }) => {
+                    self.remember_manifest(&next, Some(&etag))?;
                     report.generation = next.generation;
                     break report;
                 }

@@ -5,13 +5,17 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::bucket::{Bucket, Condition, Fetched, Listed, Written};
+use super::bucket::{Bucket, Condition, Fetched, Got, Listed, Written};
 use super::cache::RemoteCache;
 use super::manifest::{MANIFEST_KEY, MANIFEST_MAX_LEN, Manifest, PackId, PackRef};
 use super::pack_index::{IndexEntry, decode_index};
 use crate::error::{Error, ErrorKind, Result};
+use crate::format::checksum::checksum;
 use crate::objects::entry::FLAG_OBJECT;
 use crate::objects::{HashKind, ObjectId};
+
+/// The cache's file of the cached manifest's entity tag.
+const MANIFEST_TAG: &str = "manifest.etag";
 
 /// Sizes and limits of a remote's operations.
 #[derive(Debug, Clone)]
@@ -73,6 +77,11 @@ impl Bucket for Counted {
     fn get(&self, key: &str, limit: u64) -> Result<Option<Fetched>> {
         let r = self.inner.get(key, limit);
         self.count(0, r.as_ref().ok().and_then(|f| f.as_ref()).map_or(0, |f| f.bytes.len()));
+        r
+    }
+    fn get_if_changed(&self, key: &str, limit: u64, etag: &str) -> Result<Got> {
+        let r = self.inner.get_if_changed(key, limit, etag);
+        self.count(0, if let Ok(Got::Changed(f)) = &r { f.bytes.len() } else { 0 });
         r
     }
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Vec<u8>> {
@@ -238,8 +247,8 @@ impl Remote {
         id[..8].copy_from_slice(&crate::objects::random_u64().to_le_bytes());
         id[8..].copy_from_slice(&crate::objects::random_u64().to_le_bytes());
         let m = Manifest::new(id, hash, grace_ms);
-        if let Written::Done { .. } = self.bucket.put(MANIFEST_KEY, &m.encode(), Condition::IfAbsent)? {
-            self.remember_manifest(&m)?;
+        if let Written::Done { etag } = self.bucket.put(MANIFEST_KEY, &m.encode(), Condition::IfAbsent)? {
+            self.remember_manifest(&m, Some(&etag))?;
             return Ok(m);
         }
         let (m, _) = self.manifest()?;
@@ -254,17 +263,27 @@ impl Remote {
         Ok(m)
     }
 
-    /// The current manifest and its entity tag.
+    /// The current manifest and its entity tag. With a cache that holds
+    /// the manifest last seen and its tag, a conditional GET: an unchanged
+    /// manifest costs a request but no body.
     pub fn manifest(&self) -> Result<(Manifest, String)> {
         let at = format!("{}/{MANIFEST_KEY}", self.bucket.describe());
-        let f = self.bucket.get(MANIFEST_KEY, MANIFEST_MAX_LEN)?.ok_or_else(|| {
+        let never_set_up = || {
             Error::new(
                 ErrorKind::NotFound,
                 format!("{at} does not exist: the remote was never set up; add it with `bale obj remote add`"),
             )
-        })?;
+        };
+        let f = match self.cached_tagged_manifest()? {
+            Some((m, etag)) => match self.bucket.get_if_changed(MANIFEST_KEY, MANIFEST_MAX_LEN, &etag)? {
+                Got::Unchanged => return Ok((m, etag)),
+                Got::Changed(f) => f,
+                Got::Missing => return Err(never_set_up()),
+            },
+            None => self.bucket.get(MANIFEST_KEY, MANIFEST_MAX_LEN)?.ok_or_else(never_set_up)?,
+        };
         let m = Manifest::decode(&f.bytes, &at)?;
-        self.remember_manifest(&m)?;
+        self.remember_manifest(&m, Some(&f.etag))?;
         Ok((m, f.etag))
     }
 
@@ -276,10 +295,28 @@ impl Remote {
         }
     }
 
-    pub(crate) fn remember_manifest(&self, m: &Manifest) -> Result<()> {
-        match &self.cache {
-            Some(c) => c.write("manifest", &m.encode()),
-            None => Ok(()),
+    /// The cached manifest and its entity tag, when the tag file names
+    /// these very bytes (two processes may have written them apart).
+    fn cached_tagged_manifest(&self) -> Result<Option<(Manifest, String)>> {
+        let Some(c) = &self.cache else { return Ok(None) };
+        let (Some(bytes), Some(tag)) = (c.read("manifest")?, c.read(MANIFEST_TAG)?) else { return Ok(None) };
+        let tag = String::from_utf8_lossy(&tag);
+        let Some((sum, etag)) = tag.split_once(' ') else { return Ok(None) };
+        if sum != format!("{:016x}", checksum(&bytes, 0)) || etag.is_empty() {
+            return Ok(None);
+        }
+        Ok(Manifest::decode(&bytes, "the cached manifest").ok().map(|m| (m, etag.to_string())))
+    }
+
+    /// Caches `m`, and the entity tag the bucket gave those bytes when
+    /// known.
+    pub(crate) fn remember_manifest(&self, m: &Manifest, etag: Option<&str>) -> Result<()> {
+        let Some(c) = &self.cache else { return Ok(()) };
+        let bytes = m.encode();
+        c.write("manifest", &bytes)?;
+        match etag {
+            Some(t) => c.write(MANIFEST_TAG, format!("{:016x} {t}", checksum(&bytes, 0)).as_bytes()),
+            None => c.remove(MANIFEST_TAG),
         }
     }
 

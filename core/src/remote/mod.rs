@@ -20,7 +20,7 @@ mod read;
 #[cfg(all(feature = "s3", native_fs))]
 pub mod s3;
 
-pub use bucket::{Bucket, Condition, Fetched, Listed, MemBucket, Written, too_long};
+pub use bucket::{Bucket, Condition, Fetched, Got, Listed, MemBucket, Written, too_long};
 pub use cache::RemoteCache;
 #[cfg(native_fs)]
 pub use config::open_bucket;

@@ -307,9 +307,9 @@ impl Remote {
             let outcome = self.bucket().put(MANIFEST_KEY, &bytes, Condition::IfMatch(etag));
             match outcome {
                 Ok(Written::Done { etag: e }) => {
+                    self.remember_manifest(&next, Some(&e))?;
                     *etag = e;
                     *m = next;
-                    self.remember_manifest(m)?;
                     return Ok(Commit::Done(m.generation));
                 }
                 Ok(Written::Refused) => {}

@@ -30,7 +30,7 @@ use object_store::{
 use settings::{Resolved, resolve, resolve_place};
 pub use settings::{S3Addressing, S3Credentials, S3Location, S3Options};
 
-use super::bucket::{Bucket, Condition, Fetched, Listed, Written, too_long};
+use super::bucket::{Bucket, Condition, Fetched, Got, Listed, Written, too_long};
 use crate::error::{Error, ErrorKind, Result};
 
 /// A bucket, or a prefix of one, on an S3-compatible server.
@@ -212,22 +212,15 @@ impl S3Bucket {
     }
 }
 
-impl Drop for S3Bucket {
-    fn drop(&mut self) {
-        // Dropping a runtime blocks, which tokio forbids (with a panic)
-        // inside another runtime; no request is in flight by now.
-        if let Some(rt) = self.runtime.take() {
-            rt.shutdown_background();
-        }
-    }
-}
-
-impl Bucket for S3Bucket {
-    fn get(&self, key: &str, limit: u64) -> Result<Option<Fetched>> {
+impl S3Bucket {
+    /// A whole GET, with `If-None-Match` when `unless` names a tag; at
+    /// most `limit` bytes (`CORRUPT` past it).
+    fn get_whole(&self, key: &str, limit: u64, unless: Option<String>) -> Result<Got> {
         let path = self.path(key)?;
         let store = self.store.clone();
         let got = self.run(async move {
-            let r = store.get_opts(&path, GetOptions::default()).await?;
+            let opts = GetOptions { if_none_match: unless, ..GetOptions::default() };
+            let r = store.get_opts(&path, opts).await?;
             let etag = r.meta.e_tag.clone();
             if r.meta.size > limit {
                 return Ok(None);
@@ -245,12 +238,44 @@ impl Bucket for S3Bucket {
             Ok::<_, object_store::Error>(Some((body, etag)))
         })?;
         match got {
-            Ok(Some((bytes, Some(etag)))) => Ok(Some(Fetched { bytes, etag })),
+            Ok(Some((bytes, Some(etag)))) => Ok(Got::Changed(Fetched { bytes, etag })),
             Ok(Some((_, None))) => Err(no_etag(&self.url(key))),
             Ok(None) => Err(too_long(&self.url(key), limit)),
             Err(e) if no_bucket(&e) => Err(self.fail("reading", key, e)),
-            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(object_store::Error::NotFound { .. }) => Ok(Got::Missing),
+            Err(object_store::Error::NotModified { .. }) => Ok(Got::Unchanged),
             Err(e) => Err(self.fail("reading", key, e)),
+        }
+    }
+}
+
+impl Drop for S3Bucket {
+    fn drop(&mut self) {
+        // Dropping a runtime blocks, which tokio forbids (with a panic)
+        // inside another runtime; no request is in flight by now.
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+impl Bucket for S3Bucket {
+    fn get(&self, key: &str, limit: u64) -> Result<Option<Fetched>> {
+        match self.get_whole(key, limit, None)? {
+            Got::Changed(f) => Ok(Some(f)),
+            Got::Missing => Ok(None),
+            Got::Unchanged => Err(Error::new(
+                ErrorKind::Io,
+                format!("{}: the server answered 304 Not Modified to a plain GET", self.url(key)),
+            )),
+        }
+    }
+
+    fn get_if_changed(&self, key: &str, limit: u64, etag: &str) -> Result<Got> {
+        match self.get_whole(key, limit, Some(etag.to_string()))? {
+            // A server that ignores If-None-Match sends the body anyway.
+            Got::Changed(f) if f.etag == etag => Ok(Got::Unchanged),
+            got => Ok(got),
         }
     }
 
