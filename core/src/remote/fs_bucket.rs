@@ -34,6 +34,27 @@ fn etag_of(bytes: &[u8]) -> String {
     format!("\"{:016x}-{:x}\"", checksum(bytes, 0), bytes.len())
 }
 
+/// Renames `tmp` over `path`. Windows without POSIX rename semantics
+/// (before 10 1709, off NTFS, Wine) cannot replace a file another handle
+/// has open; readers here hold a file only to read it whole, so the
+/// rename is tried again until they are done, for a bounded time.
+fn replace_waiting(tmp: &Path, path: &Path) -> std::io::Result<()> {
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut wait = std::time::Duration::from_millis(1);
+    loop {
+        match os::replace(tmp, path) {
+            Err(e) if cfg!(windows) && e.kind() == std::io::ErrorKind::PermissionDenied => {
+                if std::time::Instant::now() >= give_up {
+                    return Err(e);
+                }
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(std::time::Duration::from_millis(50));
+            }
+            r => return r,
+        }
+    }
+}
+
 /// The length an entity tag of `etag_of` names.
 fn etag_len(tag: &str) -> Option<u64> {
     let hex = tag.strip_suffix('"')?.rsplit_once('-')?.1;
@@ -77,7 +98,7 @@ impl FsBucket {
     fn install(&self, tmp: &Path, path: &Path, replace: bool) -> Result<bool> {
         let dir = self.parent_of(path)?;
         let r = if replace {
-            os::replace(tmp, path).map(|()| true)
+            replace_waiting(tmp, path).map(|()| true)
         } else {
             // A hard link fails if the name exists: an atomic create.
             let r = match fs::hard_link(tmp, path) {
