@@ -106,16 +106,8 @@ fn serve(role: &str) {
     }
 }
 
-/// Held while a child is started. Between fork and exec a child holds a
-/// copy of every descriptor of this process, so an open file description
-/// (and its OFD locks) another test just closed lives on until that
-/// child's exec. A probe started under this lock starts only once no
-/// other child is in that window, so a closed handle's locks are gone.
-static SPAWNING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 /// Runs `test` again as a child in `role`.
 fn spawn(test: &str, role: &str, path: &Path, byte: u64) -> Child {
-    let _one_at_a_time = SPAWNING.lock().unwrap_or_else(|e| e.into_inner());
     Command::new(std::env::current_exe().expect("current_exe"))
         .args([test, "--exact", "--nocapture", "--test-threads=1"])
         .env(ROLE, role)
