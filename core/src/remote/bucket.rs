@@ -218,16 +218,6 @@ impl Bucket for MemBucket {
         }
     }
 
-    fn get_if_changed(&self, key: &str, limit: u64, etag: &str) -> Result<Got> {
-        match self.lock().objects.get(key) {
-            Some(o) if o.etag == etag => return Ok(Got::Unchanged),
-            None => return Ok(Got::Missing),
-            Some(_) => {}
-        }
-        // Changed (or changed again since): read it as a GET would.
-        Ok(self.get(key, limit)?.map_or(Got::Missing, Got::Changed))
-    }
-
     fn get_range(&self, key: &str, start: u64, len: u64) -> Result<Vec<u8>> {
         let s = self.lock();
         let o = s.objects.get(key).ok_or_else(|| missing(self, key))?;

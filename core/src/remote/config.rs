@@ -156,7 +156,7 @@ impl ObjectStore {
         }
         let m = super::Remote::new(bucket.clone()).create(self.hash_kind(), grace_ms)?;
         let cache = self.add_remote(name, config)?;
-        super::Remote::new(bucket).with_cache(cache).remember_manifest(&m, None)?;
+        super::Remote::new(bucket).with_cache(cache).remember_manifest(&m.encode(), None)?;
         Ok(m)
     }
 

@@ -130,9 +130,10 @@ impl Remote {
             // The commit also proves no push committed since the listing
             // began, so the orphans found are really unnamed.
             attempt += 1;
-            match b.put(MANIFEST_KEY, &next.encode(), Condition::IfMatch(&etag)) {
+            let bytes = next.encode();
+            match b.put(MANIFEST_KEY, &bytes, Condition::IfMatch(&etag)) {
                 Ok(Written::Done { etag }) => {
-                    self.remember_manifest(&next, Some(&etag))?;
+                    self.remember_manifest(&bytes, Some(&etag))?;
                     report.generation = next.generation;
                     break report;
                 }

@@ -247,8 +247,9 @@ impl Remote {
         id[..8].copy_from_slice(&crate::objects::random_u64().to_le_bytes());
         id[8..].copy_from_slice(&crate::objects::random_u64().to_le_bytes());
         let m = Manifest::new(id, hash, grace_ms);
-        if let Written::Done { etag } = self.bucket.put(MANIFEST_KEY, &m.encode(), Condition::IfAbsent)? {
-            self.remember_manifest(&m, Some(&etag))?;
+        let bytes = m.encode();
+        if let Written::Done { etag } = self.bucket.put(MANIFEST_KEY, &bytes, Condition::IfAbsent)? {
+            self.remember_manifest(&bytes, Some(&etag))?;
             return Ok(m);
         }
         let (m, _) = self.manifest()?;
@@ -283,7 +284,7 @@ impl Remote {
             None => self.bucket.get(MANIFEST_KEY, MANIFEST_MAX_LEN)?.ok_or_else(never_set_up)?,
         };
         let m = Manifest::decode(&f.bytes, &at)?;
-        self.remember_manifest(&m, Some(&f.etag))?;
+        self.remember_manifest(&f.bytes, Some(&f.etag))?;
         Ok((m, f.etag))
     }
 
@@ -308,14 +309,13 @@ impl Remote {
         Ok(Manifest::decode(&bytes, "the cached manifest").ok().map(|m| (m, etag.to_string())))
     }
 
-    /// Caches `m`, and the entity tag the bucket gave those bytes when
-    /// known.
-    pub(crate) fn remember_manifest(&self, m: &Manifest, etag: Option<&str>) -> Result<()> {
+    /// Caches a manifest's bytes, and the entity tag the bucket gave them
+    /// when known.
+    pub(crate) fn remember_manifest(&self, bytes: &[u8], etag: Option<&str>) -> Result<()> {
         let Some(c) = &self.cache else { return Ok(()) };
-        let bytes = m.encode();
-        c.write("manifest", &bytes)?;
+        c.write("manifest", bytes)?;
         match etag {
-            Some(t) => c.write(MANIFEST_TAG, format!("{:016x} {t}", checksum(&bytes, 0)).as_bytes()),
+            Some(t) => c.write(MANIFEST_TAG, format!("{:016x} {t}", checksum(bytes, 0)).as_bytes()),
             None => c.remove(MANIFEST_TAG),
         }
     }

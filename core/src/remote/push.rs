@@ -307,7 +307,7 @@ impl Remote {
             let outcome = self.bucket().put(MANIFEST_KEY, &bytes, Condition::IfMatch(etag));
             match outcome {
                 Ok(Written::Done { etag: e }) => {
-                    self.remember_manifest(&next, Some(&e))?;
+                    self.remember_manifest(&bytes, Some(&e))?;
                     *etag = e;
                     *m = next;
                     return Ok(Commit::Done(m.generation));

@@ -210,9 +210,7 @@ impl S3Bucket {
     fn short(&self, key: &str, end: u64, size: u64) -> Error {
         Error::corrupt(format!("{} ends before byte {end} (it has {size})", self.url(key)))
     }
-}
 
-impl S3Bucket {
     /// A whole GET, with `If-None-Match` when `unless` names a tag; at
     /// most `limit` bytes (`CORRUPT` past it).
     fn get_whole(&self, key: &str, limit: u64, unless: Option<String>) -> Result<Got> {
