@@ -38,10 +38,10 @@ test('pack names a damaged staging file it leaves in place', async () => {
   s.close()
 })
 
-test('rebuildIndex names the pack it skips', async () => {
+test('rebuildIndex names the pack whose damaged header it writes anew, and keeps its records', async () => {
   const p = path.join(dir, `store-${++n}`)
   const w = ObjectStore.open(p, { create: true })
-  w.addSync('packed')
+  const id = w.addSync('packed')
   w.packSync()
   w.close()
   damageHeader(path.join(p, 'packs', '0.pack'))
@@ -54,5 +54,7 @@ test('rebuildIndex names the pack it skips', async () => {
     JSON.stringify(r),
   )
   assert.ok(codes.has(r.problems[0].code), r.problems[0].code)
+  assert.equal(r.objects, 1)
+  assert.equal(s.getSync(id).toString(), 'packed')
   s.close()
 })

@@ -91,6 +91,9 @@ pub struct Batch {
     scratch: Vec<u8>,
     bytes: u64,
     objects: usize,
+    /// The end of this batch's last record in its staging file: the sync
+    /// that commits the batch must cover it.
+    staged_to: u64,
 }
 
 impl ObjectStore {
@@ -103,7 +106,7 @@ impl ObjectStore {
             Some(_) => Sink::Dir { target: Target::Staging(None), pending: HashMap::new(), snap: None },
             None => Sink::Tree(Box::new(self.inner.index.write()?)),
         };
-        Ok(Batch { store: self.clone(), _user: user, sink, scratch: Vec::new(), bytes: 0, objects: 0 })
+        Ok(Batch { store: self.clone(), _user: user, sink, scratch: Vec::new(), bytes: 0, objects: 0, staged_to: 0 })
     }
 
     /// Starts a batch that writes straight into packs (no staging copy,
@@ -116,8 +119,8 @@ impl ObjectStore {
             return Ok(b);
         }
         let Some(role) = self.take_packer()? else { return Ok(b) };
-        let packs = pack_infos(&self.inner.index.read()?)?;
-        let writer = PackWriter::open(self, &packs, &mut Vec::new())?;
+        let snap = self.inner.index.read()?;
+        let writer = PackWriter::open(self, &snap, &pack_infos(&snap)?, &mut Vec::new())?;
         if let Sink::Dir { target, .. } = &mut b.sink {
             *target = Target::Pack { writer: Box::new(writer), _role: role };
         }
@@ -213,7 +216,7 @@ impl Batch {
                 drop(snap);
                 let lengths = match &mut target {
                     Target::Staging(Some(s)) => {
-                        let r = guard(s).sync();
+                        let r = guard(s).sync_to(self.staged_to);
                         if r.is_err() {
                             retire(&store, s);
                         }
@@ -360,6 +363,7 @@ impl Batch {
                         return Err(e);
                     }
                 };
+                self.staged_to = st.len;
                 Location { area: Area::Staging, file: st.number, offset }
             }
             Sink::Tree(txn) => {

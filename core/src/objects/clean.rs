@@ -20,7 +20,7 @@ impl ObjectStore {
                 self.drop_unreachable()?;
                 return Ok(report);
             };
-            let packed = self.pack()?;
+            let packed = self.pack_locked(&*dir, &mut |_, _| {})?;
             report.files_removed += packed.files_removed;
             report.bytes_freed += packed.bytes_freed;
             // Staging files whose making was interrupted (no lock: their

@@ -12,6 +12,7 @@ mod dos_import;
 pub mod entry;
 pub mod hash;
 mod inspect;
+mod leftover;
 mod pack;
 mod pack_writer;
 mod problem;

@@ -67,7 +67,7 @@ impl ObjectStore {
         let Some(_role) = self.take_packer()? else {
             return Err(Error::new(
                 ErrorKind::Locked,
-                "the store is being packed (or bulk-added) elsewhere; retry later",
+                "the store is being packed, bulk-added or maintained elsewhere; retry later",
             ));
         };
         // This handle's own staging file is sealed so that it is packed too
@@ -76,7 +76,8 @@ impl ObjectStore {
         self.pack_locked(&*dir, progress)
     }
 
-    fn pack_locked(&self, dir: &dyn Dir, progress: Progress<'_>) -> Result<PackReport> {
+    /// Packs, the packer role held by the caller.
+    pub(crate) fn pack_locked(&self, dir: &dyn Dir, progress: Progress<'_>) -> Result<PackReport> {
         let mut report = PackReport::default();
         let mut names: Vec<u64> = dir
             .list(STAGING_DIR)?
@@ -122,7 +123,7 @@ impl ObjectStore {
             }
             let snap = self.inner.index.read()?;
             let live = self.live_in(&snap)?;
-            let mut out = PackOut::open(self, &live, &mut report)?;
+            let mut out = PackOut::open(self, &snap, &live, &mut report)?;
             for (n, f) in held {
                 let name = file_name(Area::Staging, n);
                 let size = f.len()?;
@@ -219,9 +220,6 @@ impl ObjectStore {
     pub fn repack(&self, compression: Option<Compression>, progress: Progress<'_>) -> Result<PackReport> {
         self.exclusive(|| {
             let Some(dir) = self.inner.dir.clone() else { return self.repack_single_file(compression) };
-            let Some(_role) = self.take_packer()? else {
-                return Err(Error::new(ErrorKind::Locked, "the store is being packed elsewhere; retry later"));
-            };
             match compression {
                 Some(c) => self.set_compression(c).and_then(|_| self.repack_locked(&*dir, compression, progress)),
                 None => self.repack_locked(&*dir, compression, progress),
@@ -249,10 +247,10 @@ impl ObjectStore {
             .map(|(n, i)| (*n, *i))
             .collect();
         let planned: u64 = sources.iter().map(|(_, i)| i.len).sum();
-        let mut out = PackOut::open(self, &live, &mut report)?;
+        let mut out = PackOut::open(self, &snap, &live, &mut report)?;
         out.demote = true;
-        // Output goes to packs numbered above every source.
-        out.writer.start_at(live.packs.keys().max().map_or(0, |m| m + 1))?;
+        // Output goes to packs numbered above every source (and every file).
+        out.writer.start_new()?;
         let mut done = 0;
         for (n, info) in sources {
             let name = file_name(Area::Pack, n);
@@ -420,9 +418,9 @@ struct PackOut {
 }
 
 impl PackOut {
-    fn open(store: &ObjectStore, live: &Live, report: &mut PackReport) -> Result<PackOut> {
+    fn open(store: &ObjectStore, snap: &ReadTxn, live: &Live, report: &mut PackReport) -> Result<PackOut> {
         Ok(PackOut {
-            writer: PackWriter::open(store, &live.packs, &mut report.problems)?,
+            writer: PackWriter::open(store, snap, &live.packs, &mut report.problems)?,
             moves: Vec::new(),
             pending_bytes: 0,
             moved_records: 0,

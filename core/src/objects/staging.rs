@@ -64,6 +64,12 @@ pub struct Staging {
     /// Records appended but not yet written (one write per megabyte, not
     /// one per record); they end at `len`.
     buf: Vec<u8>,
+    /// Set by a failed write or sync. The kernel may have dropped the
+    /// pages a failed fsync covered and reports the error only once, so a
+    /// later sync proves nothing: no batch past `synced` is acknowledged,
+    /// and nothing more is appended (a record whose write failed may claim
+    /// the space after it).
+    failed: bool,
     writeback: Writeback,
 }
 
@@ -128,6 +134,7 @@ impl Staging {
                 len: PACK_DATA_START,
                 synced: PACK_DATA_START,
                 buf: Vec::new(),
+                failed: false,
                 writeback: Writeback::at(PACK_DATA_START),
             });
         }
@@ -138,6 +145,13 @@ impl Staging {
     /// Small records are gathered into one write; a large payload is
     /// written straight from the caller's buffer.
     pub fn append(&mut self, head: &[u8], body: &[u8]) -> Result<u64> {
+        self.check_failed()?;
+        let r = self.append_unchecked(head, body);
+        self.failed |= r.is_err();
+        r
+    }
+
+    fn append_unchecked(&mut self, head: &[u8], body: &[u8]) -> Result<u64> {
         let at = self.len;
         if self.buf.len() + head.len() + body.len() > WRITE_BUFFER {
             self.flush()?;
@@ -164,12 +178,30 @@ impl Staging {
         Ok(())
     }
 
-    /// Makes every appended record durable.
-    pub fn sync(&mut self) -> Result<()> {
-        if self.synced < self.len {
-            self.flush()?;
-            self.file.sync()?;
-            self.synced = self.len;
+    /// Makes every record appended before offset `end` durable (already so
+    /// when an earlier sync covered it).
+    pub fn sync_to(&mut self, end: u64) -> Result<()> {
+        if self.synced >= end {
+            return Ok(());
+        }
+        self.check_failed()?;
+        let r = self.flush().and_then(|()| self.file.sync());
+        self.failed |= r.is_err();
+        r?;
+        self.synced = self.len;
+        Ok(())
+    }
+
+    fn check_failed(&self) -> Result<()> {
+        if self.failed {
+            return Err(Error::new(
+                ErrorKind::Io,
+                format!(
+                    "an earlier write or sync of {} failed, so records written since its last sync may be lost; \
+                     the batch is not stored, add it again",
+                    file_name(Area::Staging, self.number)
+                ),
+            ));
         }
         Ok(())
     }

@@ -43,7 +43,9 @@ pub struct ObjectOptions {
     pub config: Config,
     /// Open even when the index is missing or unreadable, with an empty
     /// index in its place, so that [`ObjectStore::rebuild_index`] can
-    /// recreate it.
+    /// recreate it. Until it has, such a handle refuses every other call
+    /// (`CORRUPT`): the empty index knows none of the records, and a pack
+    /// or an add would take them for garbage.
     pub repair: bool,
     /// Staging files are numbered `seed`, `seed + 1`, ... instead of at
     /// random, so that a run writes the same bytes every time (the golden
@@ -83,6 +85,9 @@ pub(crate) struct Inner {
     maintaining: AtomicBool,
     /// Set while a thread of this handle holds the packer role.
     packing: AtomicBool,
+    /// Set when `repair` put an empty index in place of a damaged one:
+    /// only `rebuild_index` may run until it clears this.
+    awaiting_rebuild: AtomicBool,
 }
 
 /// The writes of this handle under way, which its shared store lock must
@@ -222,7 +227,7 @@ impl ObjectStore {
             return ObjectStore::from_tree(store, &opts);
         }
         if opts.create && !opts.readonly {
-            std::fs::create_dir_all(path)
+            crate::io::os::create_dir_durable(path)
                 .map_err(|e| Error::io(&format!("cannot create directory {}", path.display()), e))?;
         } else if !path.exists() {
             return Err(Error::new(
@@ -257,14 +262,15 @@ impl ObjectStore {
             .open_index(INDEX_NAME, false, opts.readonly)
             .and_then(|storage| Store::open_storage(storage, index_options(false, opts.readonly)))
             .map_err(|e| Error::new(e.kind(), format!("{}/{INDEX_NAME}: {}", dir.display(), e.message())));
-        let index = match opened {
-            Ok(i) => i,
+        let (index, awaiting_rebuild) = match opened {
+            Ok(i) => (i, false),
             Err(e) if opts.repair && e.kind() != ErrorKind::Locked && e.kind() != ErrorKind::Io => {
-                Store::open_storage(Arc::new(crate::io::MemStorage::new()), index_options(true, false))?
+                (Store::open_storage(Arc::new(crate::io::MemStorage::new()), index_options(true, false))?, true)
             }
             Err(e) => return Err(e),
         };
         let mut store = ObjectStore::new(Some(dir), config, index, opts.readonly, lock);
+        store.inner.awaiting_rebuild.store(awaiting_rebuild, Ordering::SeqCst);
         if let (Some(seed), Some(inner)) = (opts.staging_seed, Arc::get_mut(&mut store.inner)) {
             inner.staging_seed = Some(AtomicU64::new(seed));
         }
@@ -324,6 +330,7 @@ impl ObjectStore {
                 open_batches: AtomicUsize::new(0),
                 maintaining: AtomicBool::new(false),
                 packing: AtomicBool::new(false),
+                awaiting_rebuild: AtomicBool::new(false),
             }),
         }
     }
@@ -397,11 +404,33 @@ impl ObjectStore {
         if idle { self.inner.release_users() } else { Ok(()) }
     }
 
+    /// `CLOSED` once closed; `CORRUPT` while the index awaits its rebuild.
     pub(crate) fn check_open(&self) -> Result<()> {
+        self.check_not_closed()?;
+        if self.inner.awaiting_rebuild.load(Ordering::SeqCst) {
+            return Err(self.awaiting_rebuild());
+        }
+        Ok(())
+    }
+
+    fn check_not_closed(&self) -> Result<()> {
         if self.inner.closed.load(Ordering::SeqCst) {
             return Err(closed());
         }
         Ok(())
+    }
+
+    fn awaiting_rebuild(&self) -> Error {
+        let at = self.inner.dir.as_ref().map_or_else(String::new, |d| d.display());
+        Error::corrupt(format!(
+            "{at}/{INDEX_NAME} is missing or damaged and this handle was opened for repair: \
+             rebuild the index first (`bale obj repair --rebuild-index`, or rebuild_index)"
+        ))
+    }
+
+    /// The rebuilt index is in place: the handle works as any other.
+    pub(crate) fn rebuilt(&self) {
+        self.inner.awaiting_rebuild.store(false, Ordering::SeqCst);
     }
 
     /// Counts a write of this handle as under way (`CLOSED` once closed).
@@ -416,6 +445,10 @@ impl ObjectStore {
 
     pub(crate) fn check_writable(&self) -> Result<()> {
         self.check_open()?;
+        self.check_not_readonly()
+    }
+
+    fn check_not_readonly(&self) -> Result<()> {
         if self.inner.readonly {
             return Err(Error::invalid("the object store was opened read-only"));
         }
@@ -437,9 +470,23 @@ impl ObjectStore {
     /// Runs `f` under the exclusive store lock (maintenance): fails with
     /// `LOCKED` while any other handle, in any process, has the store open
     /// for writing (a single-file store too; there the operation may still
-    /// wait for the file's writer lock, held by a tree-store handle).
+    /// wait for the file's writer lock, held by a tree-store handle). A
+    /// directory store's packer role is held from start to end, so no
+    /// thread of this handle packs under the operation.
     pub(crate) fn exclusive<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
         self.check_writable()?;
+        self.maintain(f)
+    }
+
+    /// [`ObjectStore::exclusive`] for `rebuild_index`, the one operation a
+    /// handle whose index awaits its rebuild may run.
+    pub(crate) fn exclusive_for_rebuild<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.check_not_closed()?;
+        self.check_not_readonly()?;
+        self.maintain(f)
+    }
+
+    fn maintain<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
         // Dropped last: the shared lock is taken back before a close
         // meanwhile may release it.
         let _use = self.in_use()?;
@@ -464,14 +511,24 @@ impl ObjectStore {
                 "another handle or process has the object store open; close it and retry",
             ));
         }
-        // The staging file of this handle is sealed first, so that the
-        // maintenance sees every record.
-        guard(&self.inner.staging).take();
-        let r = f();
+        let r = self.with_packer_role(f);
         let back = lock.set(LOCK_USERS, LockMode::Shared, true);
         let v = r?;
         back?;
         Ok(v)
+    }
+
+    /// Runs `f` holding the packer role (a directory store's), with this
+    /// handle's staging file sealed first so that `f` sees every record.
+    fn with_packer_role<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        let _role = match self.inner.dir {
+            Some(_) => Some(self.take_packer()?.ok_or_else(|| {
+                Error::new(ErrorKind::Locked, "the store is being packed (in another thread); retry when it ends")
+            })?),
+            None => None,
+        };
+        guard(&self.inner.staging).take();
+        f()
     }
 
     /// Counts a new batch, unless a maintenance operation of this handle
@@ -674,6 +731,31 @@ fn read_config(dir: &dyn Dir) -> Result<Config> {
 
 #[cfg(test)]
 mod tests {
+    /// A new store's directory entry, and those of the parents made for it,
+    /// are durable before the store is used: a power loss once could lose
+    /// a fresh store whose adds were acknowledged.
+    #[cfg(native_fs)]
+    #[test]
+    fn a_new_stores_directory_entry_is_never_left_unsynced() {
+        use super::{ObjectOptions, ObjectStore};
+        let base = std::env::temp_dir().join(format!("bale-dir-entry-{}", super::random_u64()));
+        std::fs::create_dir(&base).expect("base");
+        let path = base.join("a").join("b").join("store");
+        crate::io::os::synced::take();
+        let s = ObjectStore::open(&path, ObjectOptions::create()).expect("create");
+        let synced = crate::io::os::synced::take();
+        for parent in [&base, &base.join("a"), &base.join("a").join("b")] {
+            assert!(synced.contains(parent), "{} not synced after its entry was made: {synced:?}", parent.display());
+        }
+        // Made before the store's own files, so that none of them outlives it.
+        let first = synced.iter().position(|p| p == &path).expect("store dir synced");
+        let parent = synced.iter().position(|p| p == &base.join("a").join("b")).expect("parent synced");
+        assert!(parent < first);
+        s.add(b"durable").expect("add");
+        s.close().expect("close");
+        std::fs::remove_dir_all(&base).expect("clean up");
+    }
+
     /// Numbers of one run do not repeat.
     #[test]
     fn random_numbers_differ() {

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::io::Read;
 
 use super::chunk_list::decode_list;
+use super::config::OBJECTS_VERSION;
 use super::dir::Dir;
 use super::entry::{Area, Entry, FLAG_MEMBER, FLAG_OBJECT, Location, PackInfo, entry_key, pack_key};
 use super::hash::ObjectId;
@@ -13,11 +14,12 @@ use super::problem::ObjectProblem;
 use super::read::from_io;
 use super::record::{RECORD_HEADER_LEN, RECORD_MAGIC, RecordHeader, RecordKind};
 use super::report::{RebuildReport, ValidateReport};
-use super::staging::{PACK_DATA_START, check_pack_header};
+use super::staging::{PACK_DATA_START, check_pack_header, pack_header};
 use super::store::{INDEX_NAME, ObjectStore, PACKS_DIR, STAGING_DIR, file_name};
 use crate::btree::{Options, ReadOps, ReadTxn, Store};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::checksum::checksum;
+use crate::format::header::{FileKind, HEADER_LEN, Header};
 use crate::io::Storage;
 
 impl ValidateReport {
@@ -263,7 +265,7 @@ impl ObjectStore {
     /// intact record. Objects deleted but not yet repacked come back.
     /// Needs exclusive use of the store.
     pub fn rebuild_index(&self, progress: Progress<'_>) -> Result<RebuildReport> {
-        self.exclusive(|| {
+        self.exclusive_for_rebuild(|| {
             let dir = self.dir()?.clone();
             let mut report = RebuildReport::default();
             let mut found: HashMap<ObjectId, Found> = HashMap::new();
@@ -290,9 +292,32 @@ impl ObjectStore {
             for (area, n) in files {
                 let f = dir.open(&file_name(area, n), false)?;
                 let size = f.len()?;
+                let name = file_name(area, n);
                 if let Err(e) = check_pack_header(&*f, &self.inner.config.store_id, area, n) {
-                    let message = format!("{}: {}; skipped", file_name(area, n), e.message());
+                    let before = report.records;
+                    let damaged = header_is_damaged(&*f)?;
+                    let end = if damaged { self.scan_file(&*f, area, n, &mut found, &mut report)? } else { 0 };
+                    let intact = report.records - before;
+                    if intact == 0 {
+                        let message = format!("{name}: {}; skipped", e.message());
+                        report.problems.push(ObjectProblem::new(e.kind(), message).in_file(area, n));
+                        continue;
+                    }
+                    // The records describe themselves, and the header is
+                    // wholly given by the store, the area and the number.
+                    let w = dir.open(&name, true)?;
+                    w.write_all_at(&pack_header(&self.inner.config.store_id, area, n), 0)?;
+                    w.sync()?;
+                    let message = format!(
+                        "{name}: {}; its {intact} intact records are kept, the header written anew",
+                        e.message()
+                    );
                     report.problems.push(ObjectProblem::new(e.kind(), message).in_file(area, n));
+                    if area == Area::Pack {
+                        packs.push((n, end));
+                    }
+                    done += size;
+                    progress(done, planned);
                     continue;
                 }
                 let end = self.scan_file(&*f, area, n, &mut found, &mut report)?;
@@ -375,7 +400,7 @@ impl ObjectStore {
     }
 
     /// The offset of the next intact record header at or after `from`.
-    fn resync(&self, f: &dyn Storage, mut from: u64, len: u64) -> Result<u64> {
+    pub(crate) fn resync(&self, f: &dyn Storage, mut from: u64, len: u64) -> Result<u64> {
         let id_len = self.hash_kind().id_len();
         let mut buf = vec![0u8; 1 << 20];
         while from + RECORD_HEADER_LEN as u64 <= len {
@@ -443,8 +468,22 @@ impl ObjectStore {
         dir.sync_dir("")?;
         let fresh = dir.open_index(INDEX_NAME, false, false)?;
         self.inner.index.install(fresh);
+        self.rebuilt();
         Ok(())
     }
+}
+
+/// Whether a pack or staging file's header is unreadable (not a header of
+/// another store, file or version, which a rebuild leaves alone).
+fn header_is_damaged(f: &dyn Storage) -> Result<bool> {
+    let len = f.len()?;
+    let mut b = [0u8; HEADER_LEN];
+    let got = (len as usize).min(HEADER_LEN);
+    f.read_exact_at(&mut b[..got], 0)?;
+    Ok(match Header::decode(&b[..got], FileKind::Pack, OBJECTS_VERSION) {
+        Ok(_) => false,
+        Err(e) => matches!(e.kind(), ErrorKind::NotABaleFile | ErrorKind::Corrupt | ErrorKind::ChecksumMismatch),
+    })
 }
 
 /// Leaves out chunk lists (and so objects) that name a record no file

@@ -9,6 +9,8 @@
 //! - `file_id` / `path_id`: what identifies a file, to tell whether a path
 //!   still names the file a handle has open.
 //! - `sync_dir`: makes creates, renames and removes in a directory durable.
+//! - `create_dir_durable`: creates a directory and its missing parents,
+//!   each new entry made durable.
 //! - `replace`: renames a file over another, open or not, and makes the
 //!   rename durable where one call can.
 //! - `open_entry` / `open_noatime`: opening a file met in a tree walk.
@@ -25,3 +27,49 @@ pub(crate) use unix::*;
 mod windows;
 #[cfg(windows)]
 pub(crate) use windows::*;
+
+use std::path::Path;
+
+/// Creates `dir` and its missing parents, syncing the parent of each one
+/// made: until then a power loss may lose the new directory's entry (on
+/// XFS or btrfs, say) and with it everything acknowledged inside.
+pub(crate) fn create_dir_durable(dir: &Path) -> std::io::Result<()> {
+    let mut missing = Vec::new();
+    let mut p = dir;
+    while !p.is_dir() {
+        missing.push(p);
+        match p.parent() {
+            Some(q) if !q.as_os_str().is_empty() => p = q,
+            _ => break,
+        }
+    }
+    for d in missing.into_iter().rev() {
+        match std::fs::create_dir(d) {
+            Ok(()) => {}
+            // Made meanwhile by another process: its entry is synced here too.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && d.is_dir() => {}
+            Err(e) => return Err(e),
+        }
+        let parent = d.parent().filter(|q| !q.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        sync_dir(parent)?;
+    }
+    Ok(())
+}
+
+/// The directories synced by this thread, for tests of what is made durable.
+#[cfg(test)]
+pub(crate) mod synced {
+    use std::cell::RefCell;
+    use std::path::{Path, PathBuf};
+
+    thread_local!(static SYNCED: RefCell<Vec<PathBuf>> = const { RefCell::new(Vec::new()) });
+
+    pub(crate) fn record(dir: &Path) {
+        SYNCED.with(|s| s.borrow_mut().push(dir.to_path_buf()));
+    }
+
+    /// The directories synced since the last call.
+    pub(crate) fn take() -> Vec<PathBuf> {
+        SYNCED.with(|s| std::mem::take(&mut *s.borrow_mut()))
+    }
+}

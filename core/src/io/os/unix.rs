@@ -58,6 +58,8 @@ pub(crate) fn path_id(path: &Path) -> io::Result<Option<FileId>> {
 
 /// fsync of the directory itself.
 pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
+    #[cfg(test)]
+    super::synced::record(dir);
     File::open(dir)?.sync_all()
 }
 

@@ -111,6 +111,8 @@ pub(crate) fn path_id(path: &Path) -> io::Result<Option<FileId>> {
 /// directories (ERROR_INVALID_FUNCTION or ERROR_NOT_SUPPORTED) leaves the
 /// entries to its own lazy writer, which is all it offers.
 pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
+    #[cfg(test)]
+    super::synced::record(dir);
     let d = open_options().access_mode(GENERIC_WRITE).custom_flags(FILE_FLAG_BACKUP_SEMANTICS).open(dir)?;
     match d.sync_all() {
         Err(e) if unsupported(&e) => Ok(()),
