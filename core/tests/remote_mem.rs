@@ -451,6 +451,66 @@ fn dead_multipart_uploads_are_aborted_after_the_grace_period() {
     assert!(inner.list("uploads/").unwrap().is_empty());
 }
 
+/// A finished multipart upload leaves no `uploads/` marker: gc, a grace
+/// period on, finds nothing to abort.
+#[test]
+fn gc_never_aborts_a_finished_upload() {
+    let d = tmp("finished-upload");
+    let a = store(&d, "a");
+    let objects = fill(&a, 14);
+    let inner = Arc::new(MemBucket::new("finished"));
+    remote(&inner);
+    let opts = RemoteOptions { multipart_above: 16 << 10, part_size: 8 << 10, ..RemoteOptions::default() };
+    let pushed = Remote::new(inner.clone()).with_options(opts).push(&a, &PushOptions::default(), &mut none).unwrap();
+    assert!(!pushed.packs.is_empty());
+    assert_eq!(inner.open_uploads(), 0);
+    assert!(inner.list("uploads/").unwrap().is_empty(), "a finished upload keeps no marker");
+    let aborts = Arc::new(AtomicU32::new(0));
+    let seen = aborts.clone();
+    let watched = FaultBucket::new(inner.clone(), move |call, _| {
+        if call == Call::AbortUpload {
+            seen.fetch_add(1, Ordering::SeqCst);
+        }
+        Fault::Pass
+    });
+    inner.advance_clock(GRACE);
+    let g = Remote::new(Arc::new(watched)).gc(&GcOptions::default()).unwrap();
+    assert_eq!((g.uploads_aborted, aborts.load(Ordering::SeqCst)), (0, 0));
+    let b = store(&d, "b");
+    Remote::new(inner.clone()).pull(&b, &mut none).unwrap();
+    for (id, data) in &objects {
+        assert_eq!(&b.get(id).unwrap(), data);
+    }
+}
+
+/// The marker goes once its upload is finished and before a commit can
+/// name the pack: a push that cannot remove it does not commit, so a
+/// marker gc finds never names a live pack (only an orphan gc removes).
+#[test]
+fn a_marker_never_names_a_pack_the_manifest_holds() {
+    let d = tmp("marker-order");
+    let a = store(&d, "a");
+    fill(&a, 15);
+    let inner = Arc::new(MemBucket::new("marker"));
+    remote(&inner);
+    let faulty = FaultBucket::new(inner.clone(), |call, key| {
+        if call == Call::Delete && key.starts_with("uploads/") { Fault::FailBefore } else { Fault::Pass }
+    });
+    let opts = RemoteOptions { multipart_above: 16 << 10, part_size: 8 << 10, threads: 1, ..RemoteOptions::default() };
+    let e = Remote::new(Arc::new(faulty)).with_options(opts).push(&a, &PushOptions::default(), &mut none).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+    let (m, _) = Remote::new(inner.clone()).manifest().unwrap();
+    assert_eq!((m.generation, m.packs.len()), (0, 0), "nothing committed");
+    let markers = inner.list("uploads/").unwrap();
+    assert_eq!(markers.len(), 1, "the marker that could not be removed");
+    assert_eq!(inner.open_uploads(), 0, "its upload is finished");
+    inner.advance_clock(GRACE);
+    let g = Remote::new(inner.clone()).gc(&GcOptions::default()).unwrap();
+    assert_eq!(g.orphans_deleted.len(), 1);
+    assert!(inner.list("uploads/").unwrap().is_empty());
+    assert!(inner.list("packs/").unwrap().is_empty());
+}
+
 #[test]
 fn one_gc_at_a_time() {
     let bucket = Arc::new(MemBucket::new("lease"));

@@ -227,7 +227,11 @@ impl Remote {
     }
 
     /// A multipart upload, noted under `uploads/` first so that gc can
-    /// abort it if this process dies before it ends.
+    /// abort it if this process dies before it ends. The note goes once
+    /// the upload is finished, before any commit can name the pack: a
+    /// note gc finds names an upload that died or a pack no manifest
+    /// holds, never a live one. A note that cannot be removed fails the
+    /// push (its pack is then an orphan gc removes, with the note).
     fn upload_parts(&self, key: &str, bytes: &[u8]) -> Result<()> {
         let b = self.bucket();
         let upload = b.start_upload(key)?;
@@ -242,11 +246,13 @@ impl Remote {
             }
             b.finish_upload(key, &upload, &tags)
         };
-        let r = run();
-        if r.is_err() {
-            let _ = b.abort_upload(key, &upload);
+        match run() {
+            Ok(()) => b.delete(&marker),
+            Err(e) => {
+                let _ = b.abort_upload(key, &upload);
+                Err(e)
+            }
         }
-        r
     }
 
     #[allow(clippy::too_many_arguments)]
