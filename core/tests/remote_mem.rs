@@ -373,7 +373,8 @@ fn gc_tombstones_duplicate_packs_and_deletes_them_a_grace_period_later() {
     for (id, data) in &objects {
         assert_eq!(&b.get(id).unwrap(), data);
     }
-    assert!(bucket.get(bale::remote::LEASE_KEY, u64::MAX).unwrap().is_none(), "the lease is released");
+    let (_, until) = lease(&bucket).unwrap();
+    assert!(until <= bucket.now_ms(), "the lease is released: written back expired");
 }
 
 #[test]
@@ -521,7 +522,49 @@ fn one_gc_at_a_time() {
     assert_eq!(r.gc(&GcOptions::default()).unwrap_err().kind(), ErrorKind::Locked);
     bucket.advance_clock(2000);
     r.gc(&GcOptions::default()).unwrap();
-    assert!(bucket.get(bale::remote::LEASE_KEY, u64::MAX).unwrap().is_none());
+    let (_, until) = lease(&bucket).unwrap();
+    assert!(until <= bucket.now_ms(), "released: written back expired");
+    // A released lease is taken at once.
+    r.gc(&GcOptions::default()).unwrap();
+}
+
+/// The lease's body: whose it is (a nonce) and until when.
+fn lease(b: &MemBucket) -> Option<(u64, i64)> {
+    let f = b.get(bale::remote::LEASE_KEY, u64::MAX).unwrap()?;
+    let text = String::from_utf8(f.bytes).unwrap();
+    let (n, until) = text.split_once(' ').unwrap();
+    Some((u64::from_str_radix(n, 16).unwrap(), until.parse().unwrap()))
+}
+
+/// A gc that outlived its lease ends after another gc took the expired
+/// lease over between its read of the lease and its release: the release
+/// must leave the other gc's lease in place.
+#[test]
+fn a_gc_that_outlived_its_lease_never_releases_the_next_ones() {
+    let inner = Arc::new(MemBucket::new("lease-race"));
+    remote(&inner);
+    const NEXT: u64 = 0x1234_5678_9abc_def0;
+    let lease_ms = 1000;
+    let writes = Arc::new(AtomicU32::new(0));
+    let (b, n) = (inner.clone(), writes.clone());
+    let faulty = FaultBucket::new(inner.clone(), move |call, key| {
+        let write = matches!(call, Call::Put | Call::Delete);
+        // The first write takes the lease; the second releases it. Just
+        // before it, the next gc takes the lease over, now expired.
+        if write && key == bale::remote::LEASE_KEY && n.fetch_add(1, Ordering::SeqCst) == 1 {
+            b.advance_clock(2 * lease_ms);
+            let held = b.get(bale::remote::LEASE_KEY, u64::MAX).unwrap().unwrap();
+            let body = format!("{NEXT:016x} {}", b.now_ms() + 60_000);
+            let took = b.put(bale::remote::LEASE_KEY, body.as_bytes(), Condition::IfMatch(&held.etag)).unwrap();
+            assert!(matches!(took, bale::remote::Written::Done { .. }));
+        }
+        Fault::Pass
+    });
+    Remote::new(Arc::new(faulty)).gc(&GcOptions { lease_ms, ..GcOptions::default() }).unwrap();
+    assert_eq!(writes.load(Ordering::SeqCst), 2, "a take and a release");
+    assert_eq!(lease(&inner).map(|(n, _)| n), Some(NEXT), "the next gc's lease is still there");
+    let e = Remote::new(inner.clone()).gc(&GcOptions::default()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Locked, "{e}");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! gc: retire packs nothing needs, and delete them only a grace period
 //! later (FORMAT.md, "Garbage collection"). One gc at a time, by a lease
-//! object created with `If-None-Match`.
+//! object created with `If-None-Match`, taken over once expired and
+//! released by writing it back expired, both with `If-Match`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
@@ -229,15 +230,26 @@ impl Remote {
         }
     }
 
+    /// Releases the lease if it is still ours, by writing it back
+    /// expired with `If-Match` on the entity tag read: a gc that outlived
+    /// its lease, which another gc took over after that read, leaves the
+    /// other's lease alone (an unconditional delete would remove it; not
+    /// every S3-compatible server has conditional deletes).
     fn release_lease(&self, nonce: u64) -> Result<()> {
         let b = self.bucket();
         if let Some(f) = b.get(LEASE_KEY, SMALL_OBJECT_MAX_LEN)?
             && parse_lease(&f.bytes).is_some_and(|(n, _)| n == nonce)
         {
-            b.delete(LEASE_KEY)?;
+            // Refused: taken over meanwhile, so no longer ours to release.
+            b.put(LEASE_KEY, released(nonce).as_bytes(), Condition::IfMatch(&f.etag))?;
         }
         Ok(())
     }
+}
+
+/// A lease its gc released: expired since the epoch began.
+fn released(nonce: u64) -> String {
+    format!("{nonce:016x} 0")
 }
 
 fn parse_lease(b: &[u8]) -> Option<(u64, i64)> {
