@@ -567,6 +567,58 @@ fn a_gc_that_outlived_its_lease_never_releases_the_next_ones() {
     assert_eq!(e.kind(), ErrorKind::Locked, "{e}");
 }
 
+/// The reply to the write that takes the lease is lost after the write
+/// landed: gc finds its own nonce there and runs, rather than failing and
+/// locking every gc out (itself included) until the lease expires. Both
+/// ways of taking it: a create, and a takeover of an expired lease.
+#[test]
+fn a_lost_reply_to_taking_the_lease_never_locks_gc_out() {
+    for expired in [false, true] {
+        let inner = Arc::new(MemBucket::new("lease-lost"));
+        remote(&inner);
+        if expired {
+            inner.put(bale::remote::LEASE_KEY, b"0000000000000001 1", Condition::IfAbsent).unwrap();
+        }
+        // The create is refused when an expired lease is there: the
+        // takeover is the second write.
+        let lost = if expired { 1 } else { 0 };
+        let puts = Arc::new(AtomicU32::new(0));
+        let n = puts.clone();
+        let faulty = FaultBucket::new(inner.clone(), move |call, key| {
+            if call == Call::Put && key == bale::remote::LEASE_KEY && n.fetch_add(1, Ordering::SeqCst) == lost {
+                return Fault::FailAfter;
+            }
+            Fault::Pass
+        });
+        let r = Remote::new(Arc::new(faulty));
+        r.gc(&GcOptions::default()).unwrap_or_else(|e| panic!("expired {expired}: {e}"));
+        assert!(puts.load(Ordering::SeqCst) > lost, "the lost reply was injected");
+        let (_, until) = lease(&inner).unwrap();
+        assert!(until <= inner.now_ms(), "expired {expired}: released");
+        Remote::new(inner.clone()).gc(&GcOptions::default()).unwrap();
+    }
+}
+
+/// The reply to the release is lost after the write landed: gc, its work
+/// done, does not fail for it.
+#[test]
+fn a_lost_reply_to_the_release_never_fails_a_finished_gc() {
+    let inner = Arc::new(MemBucket::new("release-lost"));
+    remote(&inner);
+    let puts = Arc::new(AtomicU32::new(0));
+    let n = puts.clone();
+    let faulty = FaultBucket::new(inner.clone(), move |call, key| {
+        if call == Call::Put && key == bale::remote::LEASE_KEY && n.fetch_add(1, Ordering::SeqCst) == 1 {
+            return Fault::FailAfter;
+        }
+        Fault::Pass
+    });
+    Remote::new(Arc::new(faulty)).gc(&GcOptions::default()).unwrap();
+    assert_eq!(puts.load(Ordering::SeqCst), 2, "a take and a release");
+    let (_, until) = lease(&inner).unwrap();
+    assert!(until <= inner.now_ms(), "released");
+}
+
 #[test]
 fn damaged_bytes_in_the_bucket_are_typed_errors() {
     let d = tmp("damage");

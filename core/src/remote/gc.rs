@@ -200,13 +200,13 @@ impl Remote {
         let b = self.bucket();
         let nonce = crate::objects::random_u64();
         let body = |now: i64| format!("{nonce:016x} {}", now.saturating_add(lease_ms as i64));
-        if let Written::Done { .. } = b.put(LEASE_KEY, body(b.now_ms()).as_bytes(), Condition::IfAbsent)? {
+        if let Written::Done { .. } = self.put_lease(&body(b.now_ms()), Condition::IfAbsent)? {
             return Ok(nonce);
         }
         let held = b.get(LEASE_KEY, SMALL_OBJECT_MAX_LEN)?;
         let Some(held) = held else {
-            // Released meanwhile: try once more.
-            return match b.put(LEASE_KEY, body(b.now_ms()).as_bytes(), Condition::IfAbsent)? {
+            // Deleted meanwhile (by a gc of an earlier version): try once more.
+            return match self.put_lease(&body(b.now_ms()), Condition::IfAbsent)? {
                 Written::Done { .. } => Ok(nonce),
                 Written::Refused => Err(Error::new(ErrorKind::Locked, "another gc took the lease; try again later")),
             };
@@ -222,7 +222,7 @@ impl Remote {
                 ),
             ));
         }
-        match b.put(LEASE_KEY, body(b.now_ms()).as_bytes(), Condition::IfMatch(&held.etag))? {
+        match self.put_lease(&body(b.now_ms()), Condition::IfMatch(&held.etag))? {
             Written::Done { .. } => Ok(nonce),
             Written::Refused => {
                 Err(Error::new(ErrorKind::Locked, "another gc took the expired lease first; run gc later"))
@@ -241,9 +241,23 @@ impl Remote {
             && parse_lease(&f.bytes).is_some_and(|(n, _)| n == nonce)
         {
             // Refused: taken over meanwhile, so no longer ours to release.
-            b.put(LEASE_KEY, released(nonce).as_bytes(), Condition::IfMatch(&f.etag))?;
+            self.put_lease(&released(nonce), Condition::IfMatch(&f.etag))?;
         }
         Ok(())
+    }
+
+    /// A conditional PUT of the lease. When its reply is lost the write
+    /// may have landed: a read that finds `body`, which only this gc
+    /// writes (it starts with this gc's random nonce), says it did.
+    fn put_lease(&self, body: &str, cond: Condition<'_>) -> Result<Written> {
+        let b = self.bucket();
+        match b.put(LEASE_KEY, body.as_bytes(), cond) {
+            Err(e) if e.kind() == ErrorKind::Io => match b.get(LEASE_KEY, SMALL_OBJECT_MAX_LEN) {
+                Ok(Some(f)) if f.bytes == body.as_bytes() => Ok(Written::Done { etag: f.etag }),
+                _ => Err(e),
+            },
+            r => r,
+        }
     }
 }
 
