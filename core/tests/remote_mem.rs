@@ -296,6 +296,83 @@ fn lost_replies_refusals_and_server_errors_are_settled() {
     assert_eq!(b.get(&extra).unwrap(), b"one more object");
 }
 
+/// Commits `n` times on the bucket directly, each with a nonce of its own
+/// (as other writers would), the first setting `main` to `newer`.
+fn commit_many(b: &MemBucket, n: u64, newer: ObjectId) {
+    for i in 0..n {
+        let f = b.get(MANIFEST_KEY, u64::MAX).unwrap().unwrap();
+        let mut m = Manifest::decode(&f.bytes, "t").unwrap();
+        m.generation += 1;
+        m.remember(0xfeed_0000_0000 + i);
+        if i == 0 {
+            m.refs.insert("main".into(), newer);
+        }
+        let done = b.put(MANIFEST_KEY, &m.encode(), Condition::IfMatch(&f.etag)).unwrap();
+        assert!(matches!(done, bale::remote::Written::Done { .. }));
+    }
+}
+
+/// A push's commit lands but its reply is lost, and more commits land
+/// before it reads the manifest again than the manifest keeps nonces of,
+/// one of them setting the push's ref anew. The push can no longer tell
+/// whether it committed: it must not set its ref again over the newer
+/// value (it reports a conflict). A push without refs has nothing it could
+/// set again over newer values: it ends committed.
+#[test]
+fn a_push_whose_reply_was_lost_never_sets_its_refs_again_over_newer_ones() {
+    for with_ref in [true, false] {
+        let d = tmp(&format!("lost-window-{with_ref}"));
+        let a = store(&d, "a");
+        let objects = fill(&a, 16);
+        let inner = Arc::new(MemBucket::new("window"));
+        remote(&inner);
+        let newer = HashKind::Blake3.hash(b"set after the push's commit");
+        let others = bale::remote::manifest::MAX_COMMITS as u64 + 50;
+        // 0: before the commit; 1: its reply lost; 2: the others committed.
+        let step = Arc::new(AtomicU32::new(0));
+        let (b, st) = (inner.clone(), step.clone());
+        let faulty = FaultBucket::new(inner.clone(), move |call, key| {
+            if key != MANIFEST_KEY {
+                return Fault::Pass;
+            }
+            match (call, st.load(Ordering::SeqCst)) {
+                (Call::Put, 0) => {
+                    st.store(1, Ordering::SeqCst);
+                    Fault::FailAfter
+                }
+                (Call::Get, 1) => {
+                    st.store(2, Ordering::SeqCst);
+                    commit_many(&b, others, newer);
+                    Fault::Pass
+                }
+                _ => Fault::Pass,
+            }
+        });
+        let refs = if with_ref { vec![("main".to_string(), objects[0].0)] } else { Vec::new() };
+        let r = Remote::new(Arc::new(faulty));
+        let pushed = r.push(&a, &PushOptions { refs, ..Default::default() }, &mut none);
+        assert_eq!(step.load(Ordering::SeqCst), 2, "the reply was lost and the others committed");
+        let (m, _) = Remote::new(inner.clone()).manifest().unwrap();
+        assert_eq!(m.refs.get("main"), Some(&newer), "with_ref {with_ref}: the newer value stays");
+        if with_ref {
+            let e = pushed.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
+            assert!(e.message().contains("unknown") && e.message().contains("ref main"), "{e}");
+            assert_eq!(m.generation, 1 + others, "nothing committed again");
+        } else {
+            let rep = pushed.unwrap();
+            for p in &rep.packs {
+                assert!(m.find(p).is_some_and(|(_, live)| live), "{p} is named");
+            }
+            let b = store(&d, "b");
+            Remote::new(inner.clone()).pull(&b, &mut none).unwrap();
+            for (id, data) in &objects {
+                assert_eq!(&b.get(id).unwrap(), data);
+            }
+        }
+    }
+}
+
 #[test]
 fn a_failed_pack_upload_fails_the_push_and_leaves_no_commit() {
     let d = tmp("upload-fail");
