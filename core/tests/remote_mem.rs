@@ -296,6 +296,83 @@ fn lost_replies_refusals_and_server_errors_are_settled() {
     assert_eq!(b.get(&extra).unwrap(), b"one more object");
 }
 
+/// Commits `n` times on the bucket directly, each with a nonce of its own
+/// (as other writers would), the first setting `main` to `newer`.
+fn commit_many(b: &MemBucket, n: u64, newer: ObjectId) {
+    for i in 0..n {
+        let f = b.get(MANIFEST_KEY, u64::MAX).unwrap().unwrap();
+        let mut m = Manifest::decode(&f.bytes, "t").unwrap();
+        m.generation += 1;
+        m.remember(0xfeed_0000_0000 + i);
+        if i == 0 {
+            m.refs.insert("main".into(), newer);
+        }
+        let done = b.put(MANIFEST_KEY, &m.encode(), Condition::IfMatch(&f.etag)).unwrap();
+        assert!(matches!(done, bale::remote::Written::Done { .. }));
+    }
+}
+
+/// A push's commit lands but its reply is lost, and more commits land
+/// before it reads the manifest again than the manifest keeps nonces of,
+/// one of them setting the push's ref anew. The push can no longer tell
+/// whether it committed: it must not set its ref again over the newer
+/// value (it reports a conflict). A push without refs has nothing it could
+/// set again over newer values: it ends committed.
+#[test]
+fn a_push_whose_reply_was_lost_never_sets_its_refs_again_over_newer_ones() {
+    for with_ref in [true, false] {
+        let d = tmp(&format!("lost-window-{with_ref}"));
+        let a = store(&d, "a");
+        let objects = fill(&a, 16);
+        let inner = Arc::new(MemBucket::new("window"));
+        remote(&inner);
+        let newer = HashKind::Blake3.hash(b"set after the push's commit");
+        let others = bale::remote::manifest::MAX_COMMITS as u64 + 50;
+        // 0: before the commit; 1: its reply lost; 2: the others committed.
+        let step = Arc::new(AtomicU32::new(0));
+        let (b, st) = (inner.clone(), step.clone());
+        let faulty = FaultBucket::new(inner.clone(), move |call, key| {
+            if key != MANIFEST_KEY {
+                return Fault::Pass;
+            }
+            match (call, st.load(Ordering::SeqCst)) {
+                (Call::Put, 0) => {
+                    st.store(1, Ordering::SeqCst);
+                    Fault::FailAfter
+                }
+                (Call::Get, 1) => {
+                    st.store(2, Ordering::SeqCst);
+                    commit_many(&b, others, newer);
+                    Fault::Pass
+                }
+                _ => Fault::Pass,
+            }
+        });
+        let refs = if with_ref { vec![("main".to_string(), objects[0].0)] } else { Vec::new() };
+        let r = Remote::new(Arc::new(faulty));
+        let pushed = r.push(&a, &PushOptions { refs, ..Default::default() }, &mut none);
+        assert_eq!(step.load(Ordering::SeqCst), 2, "the reply was lost and the others committed");
+        let (m, _) = Remote::new(inner.clone()).manifest().unwrap();
+        assert_eq!(m.refs.get("main"), Some(&newer), "with_ref {with_ref}: the newer value stays");
+        if with_ref {
+            let e = pushed.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
+            assert!(e.message().contains("unknown") && e.message().contains("ref main"), "{e}");
+            assert_eq!(m.generation, 1 + others, "nothing committed again");
+        } else {
+            let rep = pushed.unwrap();
+            for p in &rep.packs {
+                assert!(m.find(p).is_some_and(|(_, live)| live), "{p} is named");
+            }
+            let b = store(&d, "b");
+            Remote::new(inner.clone()).pull(&b, &mut none).unwrap();
+            for (id, data) in &objects {
+                assert_eq!(&b.get(id).unwrap(), data);
+            }
+        }
+    }
+}
+
 #[test]
 fn a_failed_pack_upload_fails_the_push_and_leaves_no_commit() {
     let d = tmp("upload-fail");
@@ -373,7 +450,8 @@ fn gc_tombstones_duplicate_packs_and_deletes_them_a_grace_period_later() {
     for (id, data) in &objects {
         assert_eq!(&b.get(id).unwrap(), data);
     }
-    assert!(bucket.get(bale::remote::LEASE_KEY, u64::MAX).unwrap().is_none(), "the lease is released");
+    let (_, until) = lease(&bucket).unwrap();
+    assert!(until <= bucket.now_ms(), "the lease is released: written back expired");
 }
 
 #[test]
@@ -451,6 +529,66 @@ fn dead_multipart_uploads_are_aborted_after_the_grace_period() {
     assert!(inner.list("uploads/").unwrap().is_empty());
 }
 
+/// A finished multipart upload leaves no `uploads/` marker: gc, a grace
+/// period on, finds nothing to abort.
+#[test]
+fn gc_never_aborts_a_finished_upload() {
+    let d = tmp("finished-upload");
+    let a = store(&d, "a");
+    let objects = fill(&a, 14);
+    let inner = Arc::new(MemBucket::new("finished"));
+    remote(&inner);
+    let opts = RemoteOptions { multipart_above: 16 << 10, part_size: 8 << 10, ..RemoteOptions::default() };
+    let pushed = Remote::new(inner.clone()).with_options(opts).push(&a, &PushOptions::default(), &mut none).unwrap();
+    assert!(!pushed.packs.is_empty());
+    assert_eq!(inner.open_uploads(), 0);
+    assert!(inner.list("uploads/").unwrap().is_empty(), "a finished upload keeps no marker");
+    let aborts = Arc::new(AtomicU32::new(0));
+    let seen = aborts.clone();
+    let watched = FaultBucket::new(inner.clone(), move |call, _| {
+        if call == Call::AbortUpload {
+            seen.fetch_add(1, Ordering::SeqCst);
+        }
+        Fault::Pass
+    });
+    inner.advance_clock(GRACE);
+    let g = Remote::new(Arc::new(watched)).gc(&GcOptions::default()).unwrap();
+    assert_eq!((g.uploads_aborted, aborts.load(Ordering::SeqCst)), (0, 0));
+    let b = store(&d, "b");
+    Remote::new(inner.clone()).pull(&b, &mut none).unwrap();
+    for (id, data) in &objects {
+        assert_eq!(&b.get(id).unwrap(), data);
+    }
+}
+
+/// The marker goes once its upload is finished and before a commit can
+/// name the pack: a push that cannot remove it does not commit, so a
+/// marker gc finds never names a live pack (only an orphan gc removes).
+#[test]
+fn a_marker_never_names_a_pack_the_manifest_holds() {
+    let d = tmp("marker-order");
+    let a = store(&d, "a");
+    fill(&a, 15);
+    let inner = Arc::new(MemBucket::new("marker"));
+    remote(&inner);
+    let faulty = FaultBucket::new(inner.clone(), |call, key| {
+        if call == Call::Delete && key.starts_with("uploads/") { Fault::FailBefore } else { Fault::Pass }
+    });
+    let opts = RemoteOptions { multipart_above: 16 << 10, part_size: 8 << 10, threads: 1, ..RemoteOptions::default() };
+    let e = Remote::new(Arc::new(faulty)).with_options(opts).push(&a, &PushOptions::default(), &mut none).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+    let (m, _) = Remote::new(inner.clone()).manifest().unwrap();
+    assert_eq!((m.generation, m.packs.len()), (0, 0), "nothing committed");
+    let markers = inner.list("uploads/").unwrap();
+    assert_eq!(markers.len(), 1, "the marker that could not be removed");
+    assert_eq!(inner.open_uploads(), 0, "its upload is finished");
+    inner.advance_clock(GRACE);
+    let g = Remote::new(inner.clone()).gc(&GcOptions::default()).unwrap();
+    assert_eq!(g.orphans_deleted.len(), 1);
+    assert!(inner.list("uploads/").unwrap().is_empty());
+    assert!(inner.list("packs/").unwrap().is_empty());
+}
+
 #[test]
 fn one_gc_at_a_time() {
     let bucket = Arc::new(MemBucket::new("lease"));
@@ -461,7 +599,101 @@ fn one_gc_at_a_time() {
     assert_eq!(r.gc(&GcOptions::default()).unwrap_err().kind(), ErrorKind::Locked);
     bucket.advance_clock(2000);
     r.gc(&GcOptions::default()).unwrap();
-    assert!(bucket.get(bale::remote::LEASE_KEY, u64::MAX).unwrap().is_none());
+    let (_, until) = lease(&bucket).unwrap();
+    assert!(until <= bucket.now_ms(), "released: written back expired");
+    // A released lease is taken at once.
+    r.gc(&GcOptions::default()).unwrap();
+}
+
+/// The lease's body: whose it is (a nonce) and until when.
+fn lease(b: &MemBucket) -> Option<(u64, i64)> {
+    let f = b.get(bale::remote::LEASE_KEY, u64::MAX).unwrap()?;
+    let text = String::from_utf8(f.bytes).unwrap();
+    let (n, until) = text.split_once(' ').unwrap();
+    Some((u64::from_str_radix(n, 16).unwrap(), until.parse().unwrap()))
+}
+
+/// A gc that outlived its lease ends after another gc took the expired
+/// lease over between its read of the lease and its release: the release
+/// must leave the other gc's lease in place.
+#[test]
+fn a_gc_that_outlived_its_lease_never_releases_the_next_ones() {
+    let inner = Arc::new(MemBucket::new("lease-race"));
+    remote(&inner);
+    const NEXT: u64 = 0x1234_5678_9abc_def0;
+    let lease_ms = 1000;
+    let writes = Arc::new(AtomicU32::new(0));
+    let (b, n) = (inner.clone(), writes.clone());
+    let faulty = FaultBucket::new(inner.clone(), move |call, key| {
+        let write = matches!(call, Call::Put | Call::Delete);
+        // The first write takes the lease; the second releases it. Just
+        // before it, the next gc takes the lease over, now expired.
+        if write && key == bale::remote::LEASE_KEY && n.fetch_add(1, Ordering::SeqCst) == 1 {
+            b.advance_clock(2 * lease_ms);
+            let held = b.get(bale::remote::LEASE_KEY, u64::MAX).unwrap().unwrap();
+            let body = format!("{NEXT:016x} {}", b.now_ms() + 60_000);
+            let took = b.put(bale::remote::LEASE_KEY, body.as_bytes(), Condition::IfMatch(&held.etag)).unwrap();
+            assert!(matches!(took, bale::remote::Written::Done { .. }));
+        }
+        Fault::Pass
+    });
+    Remote::new(Arc::new(faulty)).gc(&GcOptions { lease_ms, ..GcOptions::default() }).unwrap();
+    assert_eq!(writes.load(Ordering::SeqCst), 2, "a take and a release");
+    assert_eq!(lease(&inner).map(|(n, _)| n), Some(NEXT), "the next gc's lease is still there");
+    let e = Remote::new(inner.clone()).gc(&GcOptions::default()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Locked, "{e}");
+}
+
+/// The reply to the write that takes the lease is lost after the write
+/// landed: gc finds its own nonce there and runs, rather than failing and
+/// locking every gc out (itself included) until the lease expires. Both
+/// ways of taking it: a create, and a takeover of an expired lease.
+#[test]
+fn a_lost_reply_to_taking_the_lease_never_locks_gc_out() {
+    for expired in [false, true] {
+        let inner = Arc::new(MemBucket::new("lease-lost"));
+        remote(&inner);
+        if expired {
+            inner.put(bale::remote::LEASE_KEY, b"0000000000000001 1", Condition::IfAbsent).unwrap();
+        }
+        // The create is refused when an expired lease is there: the
+        // takeover is the second write.
+        let lost = if expired { 1 } else { 0 };
+        let puts = Arc::new(AtomicU32::new(0));
+        let n = puts.clone();
+        let faulty = FaultBucket::new(inner.clone(), move |call, key| {
+            if call == Call::Put && key == bale::remote::LEASE_KEY && n.fetch_add(1, Ordering::SeqCst) == lost {
+                return Fault::FailAfter;
+            }
+            Fault::Pass
+        });
+        let r = Remote::new(Arc::new(faulty));
+        r.gc(&GcOptions::default()).unwrap_or_else(|e| panic!("expired {expired}: {e}"));
+        assert!(puts.load(Ordering::SeqCst) > lost, "the lost reply was injected");
+        let (_, until) = lease(&inner).unwrap();
+        assert!(until <= inner.now_ms(), "expired {expired}: released");
+        Remote::new(inner.clone()).gc(&GcOptions::default()).unwrap();
+    }
+}
+
+/// The reply to the release is lost after the write landed: gc, its work
+/// done, does not fail for it.
+#[test]
+fn a_lost_reply_to_the_release_never_fails_a_finished_gc() {
+    let inner = Arc::new(MemBucket::new("release-lost"));
+    remote(&inner);
+    let puts = Arc::new(AtomicU32::new(0));
+    let n = puts.clone();
+    let faulty = FaultBucket::new(inner.clone(), move |call, key| {
+        if call == Call::Put && key == bale::remote::LEASE_KEY && n.fetch_add(1, Ordering::SeqCst) == 1 {
+            return Fault::FailAfter;
+        }
+        Fault::Pass
+    });
+    Remote::new(Arc::new(faulty)).gc(&GcOptions::default()).unwrap();
+    assert_eq!(puts.load(Ordering::SeqCst), 2, "a take and a release");
+    let (_, until) = lease(&inner).unwrap();
+    assert!(until <= inner.now_ms(), "released");
 }
 
 #[test]

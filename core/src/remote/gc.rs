@@ -1,6 +1,7 @@
 //! gc: retire packs nothing needs, and delete them only a grace period
 //! later (FORMAT.md, "Garbage collection"). One gc at a time, by a lease
-//! object created with `If-None-Match`.
+//! object created with `If-None-Match`, taken over once expired and
+//! released by writing it back expired, both with `If-Match`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
@@ -199,13 +200,13 @@ impl Remote {
         let b = self.bucket();
         let nonce = crate::objects::random_u64();
         let body = |now: i64| format!("{nonce:016x} {}", now.saturating_add(lease_ms as i64));
-        if let Written::Done { .. } = b.put(LEASE_KEY, body(b.now_ms()).as_bytes(), Condition::IfAbsent)? {
+        if let Written::Done { .. } = self.put_lease(&body(b.now_ms()), Condition::IfAbsent)? {
             return Ok(nonce);
         }
         let held = b.get(LEASE_KEY, SMALL_OBJECT_MAX_LEN)?;
         let Some(held) = held else {
-            // Released meanwhile: try once more.
-            return match b.put(LEASE_KEY, body(b.now_ms()).as_bytes(), Condition::IfAbsent)? {
+            // Deleted meanwhile (by a gc of an earlier version): try once more.
+            return match self.put_lease(&body(b.now_ms()), Condition::IfAbsent)? {
                 Written::Done { .. } => Ok(nonce),
                 Written::Refused => Err(Error::new(ErrorKind::Locked, "another gc took the lease; try again later")),
             };
@@ -221,7 +222,7 @@ impl Remote {
                 ),
             ));
         }
-        match b.put(LEASE_KEY, body(b.now_ms()).as_bytes(), Condition::IfMatch(&held.etag))? {
+        match self.put_lease(&body(b.now_ms()), Condition::IfMatch(&held.etag))? {
             Written::Done { .. } => Ok(nonce),
             Written::Refused => {
                 Err(Error::new(ErrorKind::Locked, "another gc took the expired lease first; run gc later"))
@@ -229,15 +230,40 @@ impl Remote {
         }
     }
 
+    /// Releases the lease if it is still ours, by writing it back
+    /// expired with `If-Match` on the entity tag read: a gc that outlived
+    /// its lease, which another gc took over after that read, leaves the
+    /// other's lease alone (an unconditional delete would remove it; not
+    /// every S3-compatible server has conditional deletes).
     fn release_lease(&self, nonce: u64) -> Result<()> {
         let b = self.bucket();
         if let Some(f) = b.get(LEASE_KEY, SMALL_OBJECT_MAX_LEN)?
             && parse_lease(&f.bytes).is_some_and(|(n, _)| n == nonce)
         {
-            b.delete(LEASE_KEY)?;
+            // Refused: taken over meanwhile, so no longer ours to release.
+            self.put_lease(&released(nonce), Condition::IfMatch(&f.etag))?;
         }
         Ok(())
     }
+
+    /// A conditional PUT of the lease. When its reply is lost the write
+    /// may have landed: a read that finds `body`, which only this gc
+    /// writes (it starts with this gc's random nonce), says it did.
+    fn put_lease(&self, body: &str, cond: Condition<'_>) -> Result<Written> {
+        let b = self.bucket();
+        match b.put(LEASE_KEY, body.as_bytes(), cond) {
+            Err(e) if e.kind() == ErrorKind::Io => match b.get(LEASE_KEY, SMALL_OBJECT_MAX_LEN) {
+                Ok(Some(f)) if f.bytes == body.as_bytes() => Ok(Written::Done { etag: f.etag }),
+                _ => Err(e),
+            },
+            r => r,
+        }
+    }
+}
+
+/// A lease its gc released: expired since the epoch began.
+fn released(nonce: u64) -> String {
+    format!("{nonce:016x} 0")
 }
 
 fn parse_lease(b: &[u8]) -> Option<(u64, i64)> {

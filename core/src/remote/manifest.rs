@@ -14,7 +14,8 @@ use crate::objects::{HashKind, ObjectId};
 
 pub const MANIFEST_VERSION: u16 = 1;
 /// Writer nonces a manifest remembers, newest last: enough to settle a
-/// commit whose reply was lost while hundreds of others landed.
+/// commit whose reply was lost while hundreds of others landed. Past as
+/// many, a push no longer re-applies its refs blindly (see `push`).
 pub const MAX_COMMITS: usize = 1024;
 /// The most bytes a manifest may have: a reader reads no more.
 pub const MANIFEST_MAX_LEN: u64 = 256 << 20;

@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 
 use super::bucket::{Condition, Written};
 use super::handle::{Remote, RemoteIndex};
-use super::manifest::{MANIFEST_KEY, MANIFEST_MAX_LEN, Manifest, PACK_MAX_LEN, PackId, PackRef, check_ref_name};
+use super::manifest::{
+    MANIFEST_KEY, MANIFEST_MAX_LEN, MAX_COMMITS, Manifest, PACK_MAX_LEN, PackId, PackRef, check_ref_name,
+};
 use super::pack_index::{BuiltPack, PackBuilder};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::header::HEADER_LEN;
@@ -69,6 +71,18 @@ enum Commit {
     Replan,
 }
 
+/// What a push knows of its commits whose replies were lost, across
+/// plans.
+#[derive(Default)]
+struct Lost {
+    /// The generation of the oldest such attempt that no manifest read
+    /// since has settled.
+    oldest: Option<u64>,
+    /// Whether one may have landed without the push being able to tell
+    /// any more (its nonce may have left the manifest's list).
+    unknown: bool,
+}
+
 impl Remote {
     /// Sends the objects of `store` the remote lacks and commits them.
     /// Safe beside other pushes and gc, in any process on any machine.
@@ -104,6 +118,7 @@ impl Remote {
         let mut report = PushReport::default();
         let mut uploaded: Vec<PackRef> = Vec::new();
         let mut sent: HashSet<ObjectId> = HashSet::new();
+        let mut lost = Lost::default();
         for _ in 0..REPLANS {
             let index = self.index(&m)?;
             let plan = plan(store, &index, ids, &sent)?;
@@ -140,6 +155,7 @@ impl Remote {
                 &opts.refs,
                 nonce,
                 started,
+                &mut lost,
                 &mut report,
             )? {
                 Commit::Done(generation) => {
@@ -227,7 +243,11 @@ impl Remote {
     }
 
     /// A multipart upload, noted under `uploads/` first so that gc can
-    /// abort it if this process dies before it ends.
+    /// abort it if this process dies before it ends. The note goes once
+    /// the upload is finished, before any commit can name the pack: a
+    /// note gc finds names an upload that died or a pack no manifest
+    /// holds, never a live one. A note that cannot be removed fails the
+    /// push (its pack is then an orphan gc removes, with the note).
     fn upload_parts(&self, key: &str, bytes: &[u8]) -> Result<()> {
         let b = self.bucket();
         let upload = b.start_upload(key)?;
@@ -242,11 +262,13 @@ impl Remote {
             }
             b.finish_upload(key, &upload, &tags)
         };
-        let r = run();
-        if r.is_err() {
-            let _ = b.abort_upload(key, &upload);
+        match run() {
+            Ok(()) => b.delete(&marker),
+            Err(e) => {
+                let _ = b.abort_upload(key, &upload);
+                Err(e)
+            }
         }
-        r
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -259,6 +281,7 @@ impl Remote {
         refs: &[(String, ObjectId)],
         nonce: u64,
         started: Instant,
+        lost: &mut Lost,
         report: &mut PushReport,
     ) -> Result<Commit> {
         let mut attempt = 0u32;
@@ -314,7 +337,9 @@ impl Remote {
                 }
                 Ok(Written::Refused) => {}
                 // The reply was lost: the write may have landed.
-                Err(e) if e.kind() == ErrorKind::Io && attempt < self.options.max_attempts => {}
+                Err(e) if e.kind() == ErrorKind::Io && attempt < self.options.max_attempts => {
+                    lost.oldest = Some(lost.oldest.map_or(next.generation, |g| g.min(next.generation)));
+                }
                 Err(e) => return Err(e),
             }
             let (now, tag) = self.manifest()?;
@@ -322,6 +347,43 @@ impl Remote {
             *etag = tag;
             if m.commits.contains(&nonce) {
                 return Ok(Commit::Done(m.generation));
+            }
+            // Every commit adds one generation and one nonce, and the
+            // manifest keeps the last MAX_COMMITS nonces: an attempt of
+            // generation `g` that landed is still listed at generations
+            // below `g + MAX_COMMITS`. Not listed there, it did not land
+            // (nor can it later: the manifest it was conditional on has
+            // been replaced). Past them, nobody can tell.
+            if let Some(g) = lost.oldest {
+                if m.generation >= g.saturating_add(MAX_COMMITS as u64) {
+                    lost.unknown = true;
+                    lost.oldest = None;
+                } else if m.generation >= g {
+                    lost.oldest = None;
+                }
+            }
+            if lost.unknown {
+                // Committing again would set the refs over values others
+                // may have set after this push's commit: only refs that
+                // already hold this push's values are safe to write (each
+                // attempt is conditional on the manifest checked here).
+                if let Some((name, _)) = refs.iter().find(|(n, id)| m.refs.get(n) != Some(id)) {
+                    return Err(Error::new(
+                        ErrorKind::Conflict,
+                        format!(
+                            "whether this push committed is unknown: the reply to its commit was lost and more \
+                             than {MAX_COMMITS} commits landed before the manifest could be read again; ref \
+                             {name} names another object than this push's and was left as it is: check the refs \
+                             (`bale obj remote info`) and push again if they should be set"
+                        ),
+                    ));
+                }
+                let live = |id: &PackId| m.find(id).is_some_and(|(_, live)| live);
+                if uploaded.iter().all(|p| live(&p.id)) && revive.iter().all(live) {
+                    // It is all in the manifest, whether or not this
+                    // push's own commit landed.
+                    return Ok(Commit::Done(m.generation));
+                }
             }
             if attempt >= self.options.max_attempts {
                 return Err(Error::new(
