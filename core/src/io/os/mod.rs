@@ -12,6 +12,8 @@
 //! - `replace`: renames a file over another, open or not, and makes the
 //!   rename durable where one call can.
 //! - `open_entry` / `open_noatime`: opening a file met in a tree walk.
+//! - `WalkDir`: a directory of a tree walk, open as a handle: listing it and
+//!   opening a directory or file in it, never through a link.
 //! - `name_bytes`: a directory entry's name as the bytes recorded for it.
 //!
 //! Locks are in `io/locks`.
@@ -25,3 +27,21 @@ pub(crate) use unix::*;
 mod windows;
 #[cfg(windows)]
 pub(crate) use windows::*;
+
+use std::ffi::OsString;
+
+/// What a directory entry is, as listed: a link is `Other` (never the
+/// kind of what it points to), like a FIFO, socket or device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EntryKind {
+    Dir,
+    File,
+    Other,
+}
+
+/// One entry of [`WalkDir::list`]: never `.` or `..`.
+#[derive(Debug)]
+pub(crate) struct WalkEntry {
+    pub(crate) name: OsString,
+    pub(crate) kind: EntryKind,
+}
