@@ -74,7 +74,12 @@ fn add_tree_never_follows_links() {
     assert!(paths.get(b"a/link").unwrap().is_none());
     // The root itself must be a real directory, not a link to one.
     symlink(&src, d.join("srclink")).unwrap();
-    assert!(s.add_tree(&d.join("srclink"), &AddTreeOptions::default(), None, &mut |_, _| {}).is_err());
+    let e = s.add_tree(&d.join("srclink"), &AddTreeOptions::default(), None, &mut |_, _| {}).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    let e = s.add_tree(&src.join("top.txt"), &AddTreeOptions::default(), None, &mut |_, _| {}).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    let e = s.add_tree(&d.join("missing"), &AddTreeOptions::default(), None, &mut |_, _| {}).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Io);
 }
 
 #[test]

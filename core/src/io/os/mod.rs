@@ -14,6 +14,8 @@
 //! - `replace`: renames a file over another, open or not, and makes the
 //!   rename durable where one call can.
 //! - `open_entry` / `open_noatime`: opening a file met in a tree walk.
+//! - `WalkDir`: a directory of a tree walk, open as a handle: listing it and
+//!   opening a directory or file in it, never through a link.
 //! - `name_bytes`: a directory entry's name as the bytes recorded for it.
 //!
 //! Locks are in `io/locks`.
@@ -72,4 +74,22 @@ pub(crate) mod synced {
     pub(crate) fn take() -> Vec<PathBuf> {
         SYNCED.with(|s| std::mem::take(&mut *s.borrow_mut()))
     }
+}
+
+use std::ffi::OsString;
+
+/// What a directory entry is, as listed: a link is `Other` (never the
+/// kind of what it points to), like a FIFO, socket or device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EntryKind {
+    Dir,
+    File,
+    Other,
+}
+
+/// One entry of [`WalkDir::list`]: never `.` or `..`.
+#[derive(Debug)]
+pub(crate) struct WalkEntry {
+    pub(crate) name: OsString,
+    pub(crate) kind: EntryKind,
 }

@@ -10,15 +10,18 @@ use std::os::windows::fs::{FileExt, OpenOptionsExt};
 use std::os::windows::io::AsRawHandle;
 use std::path::{Path, PathBuf};
 
+use super::{EntryKind, WalkEntry};
+
 use windows_sys::Win32::Foundation::{
     ERROR_ACCESS_DENIED, ERROR_HANDLE_EOF, ERROR_INVALID_FUNCTION, ERROR_INVALID_PARAMETER, ERROR_NOT_SUPPORTED,
     GENERIC_WRITE,
 };
 use windows_sys::Win32::Storage::FileSystem::{
-    BY_HANDLE_FILE_INFORMATION, DELETE, FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT,
-    FILE_FLAG_WRITE_THROUGH, FILE_RENAME_INFO, FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE, FileRenameInfoEx,
-    GetFileInformationByHandle, MOVEFILE_REPLACE_EXISTING, MOVEFILE_WRITE_THROUGH, MoveFileExW,
-    SetFileInformationByHandle,
+    BY_HANDLE_FILE_INFORMATION, DELETE, FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_REPARSE_POINT,
+    FILE_ATTRIBUTE_TAG_INFO, FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT, FILE_FLAG_WRITE_THROUGH,
+    FILE_RENAME_INFO, FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE, FileAttributeTagInfo, FileRenameInfoEx,
+    GetFileInformationByHandle, GetFileInformationByHandleEx, MOVEFILE_REPLACE_EXISTING, MOVEFILE_WRITE_THROUGH,
+    MoveFileExW, SetFileInformationByHandle,
 };
 use windows_sys::Win32::System::WindowsProgramming::{
     FILE_RENAME_FLAG_POSIX_SEMANTICS, FILE_RENAME_FLAG_REPLACE_IF_EXISTS,
@@ -210,6 +213,95 @@ fn wide(p: &Path) -> Vec<u16> {
 /// for a regular file then refuses it.
 pub(crate) fn open_entry(path: &Path) -> io::Result<File> {
     open_options().read(true).custom_flags(FILE_FLAG_OPEN_REPARSE_POINT).open(path)
+}
+
+/// A directory of a tree walk, open as a handle with
+/// `FILE_FLAG_OPEN_REPARSE_POINT | FILE_FLAG_BACKUP_SEMANTICS` (a symbolic
+/// link or junction is opened as itself, and refused) and checked to be a
+/// directory that is not a link. The handle has read access and shares
+/// reading and writing but not deleting, so while it is open the directory
+/// cannot be renamed or removed, nor (NTFS) any directory above it: its
+/// path keeps naming it, and the entries below are listed and opened by
+/// that path, each open again refusing to follow a link. (Unix opens them
+/// relative to the handle; the Win32 API has no such open.)
+pub(crate) struct WalkDir {
+    _handle: File,
+    path: PathBuf,
+}
+
+/// Opens the root of a tree walk; None when `path` is a link or not a
+/// directory.
+pub(crate) fn open_walk_root(path: &Path) -> io::Result<Option<WalkDir>> {
+    open_walk_dir(path.to_path_buf())
+}
+
+fn open_walk_dir(path: PathBuf) -> io::Result<Option<WalkDir>> {
+    // Read access (FILE_LIST_DIRECTORY among it): a handle with no data
+    // access takes no part in sharing checks and would not stop a rename.
+    let f = OpenOptions::new()
+        .read(true)
+        .share_mode(FILE_SHARE_READ | FILE_SHARE_WRITE)
+        .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT | FILE_FLAG_BACKUP_SEMANTICS)
+        .open(&path)?;
+    let mut info = FILE_ATTRIBUTE_TAG_INFO::default();
+    // SAFETY: the handle is valid for the life of `f`; info is writable and
+    // of the size given.
+    let ok = unsafe {
+        GetFileInformationByHandleEx(
+            f.as_raw_handle(),
+            FileAttributeTagInfo,
+            (&raw mut info).cast(),
+            std::mem::size_of::<FILE_ATTRIBUTE_TAG_INFO>() as u32,
+        )
+    };
+    if ok == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if info.FileAttributes & FILE_ATTRIBUTE_DIRECTORY == 0 || is_link(info.FileAttributes, info.ReparseTag) {
+        return Ok(None);
+    }
+    Ok(Some(WalkDir { _handle: f, path }))
+}
+
+/// A reparse point that names another file (symbolic link, junction,
+/// mount point: the tag's name-surrogate bit), which is what std's file
+/// types call a link; other reparse points (deduplicated or cloud files)
+/// are what they hold.
+fn is_link(attributes: u32, tag: u32) -> bool {
+    attributes & FILE_ATTRIBUTE_REPARSE_POINT != 0 && tag & 0x2000_0000 != 0
+}
+
+impl WalkDir {
+    /// The entries, in no particular order; a link is listed as `Other`.
+    pub(crate) fn list(&self) -> io::Result<Vec<WalkEntry>> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(&self.path)? {
+            let e = e?;
+            let t = e.file_type()?;
+            let kind = if t.is_dir() {
+                EntryKind::Dir
+            } else if t.is_file() {
+                EntryKind::File
+            } else {
+                EntryKind::Other
+            };
+            out.push(WalkEntry { name: e.file_name(), kind });
+        }
+        Ok(out)
+    }
+
+    /// Opens the directory `name` in this one; None when it is no longer a
+    /// directory (a link, or a file, put in its place).
+    pub(crate) fn open_dir(&self, name: &OsStr) -> io::Result<Option<WalkDir>> {
+        open_walk_dir(self.path.join(name))
+    }
+
+    /// Opens the file `name` in this one as `open_entry` does: a link is
+    /// opened as itself (never None here), and the caller's check for a
+    /// regular file refuses it.
+    pub(crate) fn open_file(&self, name: &OsStr) -> io::Result<Option<File>> {
+        open_entry(&self.path.join(name)).map(Some)
+    }
 }
 
 /// Windows updates access times lazily, if at all (and not doing so would
