@@ -409,6 +409,125 @@ fn a_killed_process_releases_its_locks() {
     let _ = std::fs::remove_file(&path);
 }
 
+/// Children started by `spawn_children`: each of these many times, one
+/// `Command` run of `/bin/true` and one raw `fork` that sleeps, without
+/// exec, for `FORK_SLEEP_US`.
+#[cfg(unix)]
+const SPAWNS: usize = 40;
+#[cfg(unix)]
+const FORK_SLEEP_US: u32 = 3000;
+
+/// Starts children from this thread until SPAWNS of each kind have ended.
+/// Each child holds a copy of every descriptor of the process until it
+/// execs (`Command`) or for its whole life (the `fork` child).
+#[cfg(unix)]
+fn spawn_children() {
+    for _ in 0..SPAWNS {
+        let status = Command::new("/bin/true").stdin(Stdio::null()).stdout(Stdio::null()).status();
+        assert!(status.expect("spawn /bin/true").success());
+        // SAFETY: the child makes only async-signal-safe calls (usleep,
+        // _exit): it never runs code of the threads it does not have.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            // SAFETY: as above.
+            unsafe {
+                libc::usleep(FORK_SLEEP_US);
+                libc::_exit(0);
+            }
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child just forked.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    }
+}
+
+/// A handle dropped while another thread forks or spawns lets go of its
+/// locks at once, whether it took them itself or through a waiter in the
+/// kernel on another thread; the children's copies of its descriptor
+/// never keep them.
+#[cfg(unix)]
+#[test]
+fn a_dropped_handle_releases_its_locks_while_another_thread_spawns() {
+    let path = tmp("spawning");
+    let checker = handle(&path);
+    let spawning = Arc::new(AtomicBool::new(true));
+    let spawner = {
+        let spawning = spawning.clone();
+        std::thread::spawn(move || {
+            spawn_children();
+            spawning.store(false, Ordering::SeqCst);
+        })
+    };
+    let (mut rounds, mut kept) = (0u64, 0u64);
+    while spawning.load(Ordering::SeqCst) {
+        let h = if rounds % 4 == 3 {
+            // Taken by a waiter that another handle lets in.
+            let blocker = handle(&path);
+            assert!(blocker.set(LockKind::Exclusive, X, 1, false).unwrap(), "round {rounds}: the byte is taken");
+            let waiter = {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    let w = handle(&path);
+                    assert!(w.set(LockKind::Exclusive, X, 1, true).unwrap());
+                    w
+                })
+            };
+            blocker.unlock(X, 1).unwrap();
+            drop(blocker);
+            waiter.join().expect("waiter")
+        } else {
+            let h = handle(&path);
+            assert!(h.set(LockKind::Exclusive, X, 1, false).unwrap(), "round {rounds}: the byte is taken");
+            assert!(h.set(LockKind::Shared, Y, 1, false).unwrap());
+            h
+        };
+        drop(h);
+        if checker.probe(X, 1).unwrap().is_some() || checker.probe(Y, 1).unwrap().is_some() {
+            kept += 1;
+            // Wait for the child holding the copy to end, so that every
+            // round starts free.
+            while checker.probe(X, 1).unwrap().is_some() || checker.probe(Y, 1).unwrap().is_some() {
+                std::thread::yield_now();
+            }
+        }
+        rounds += 1;
+    }
+    spawner.join().expect("spawner");
+    assert_eq!(kept, 0, "{kept} of {rounds} dropped handles kept their locks beside {SPAWNS} spawns and forks");
+    let _ = std::fs::remove_file(&path);
+}
+
+/// A forked child shares its parent's open file descriptions: its copy of
+/// a handle, dropped, never releases the parent's locks.
+#[cfg(unix)]
+#[test]
+fn a_forked_child_dropping_its_copy_of_a_handle_keeps_the_parents_locks() {
+    const TEST: &str = "a_forked_child_dropping_its_copy_of_a_handle_keeps_the_parents_locks";
+    if let Some(r) = role() {
+        return serve(&r);
+    }
+    let path = tmp("fork-copy");
+    let h = handle(&path);
+    assert!(h.set(LockKind::Exclusive, X, 1, false).unwrap());
+    // SAFETY: the child only drops its copy of the handle (getpid, fcntl,
+    // close; no allocation) and ends with _exit.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        drop(h);
+        // SAFETY: ends the child without running the parent's exit code.
+        unsafe { libc::_exit(0) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child just forked.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(held_elsewhere(TEST, &path, X), "a forked child's copy of a handle released its parent's lock");
+    drop(h);
+    assert!(!held_elsewhere(TEST, &path, X), "a closed handle's lock outlived it");
+    let _ = std::fs::remove_file(&path);
+}
+
 const INCREMENTERS: usize = 3;
 const INCREMENTS: u64 = 300;
 

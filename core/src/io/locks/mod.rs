@@ -8,7 +8,8 @@
 //! file of its own, as a `Handle` with the five methods of [`LockHandle`]:
 //!
 //! - `ofd.rs`: Linux open-file-description locks, which have exactly this
-//!   meaning.
+//!   meaning (a handle unlocks before it closes: a child process may hold
+//!   a copy of its descriptor).
 //! - `posix.rs`: every other Unix. POSIX `fcntl` locks belong to the
 //!   process instead, so a table per process gives them this meaning. The
 //!   `posix-locks` feature takes this path on Linux too, so that tests run

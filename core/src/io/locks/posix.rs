@@ -83,7 +83,10 @@ fn wait_for_change(t: MutexGuard<'static, Table>) -> MutexGuard<'static, Table> 
 
 mod fork {
     //! `fork` copies the table but none of the process's POSIX locks (they
-    //! are not inherited): the child starts with an empty table. The table
+    //! are not inherited): the child starts with an empty table. Nor do
+    //! its copies of the descriptors keep or release the parent's locks,
+    //! so a handle closed while a child lives needs no more than the
+    //! unlocks of `Handle::drop` (unlike OFD locks, see ofd.rs). The table
     //! is held across the fork so that the child never copies it locked
     //! by a thread it does not have.
     use super::*;

@@ -278,7 +278,11 @@ impl Handle {
 impl Drop for Handle {
     fn drop(&mut self) {
         // Closing the handle releases its locks too, but Windows documents
-        // that release as unhurried; unlocking first makes it immediate.
+        // that release as unhurried; unlocking first makes it immediate,
+        // and also when a child process holds a copy of the handle (only
+        // inheritable handles are copied, and std opens files
+        // non-inheritable). Windows has no fork, so only the process that
+        // took the locks ever runs this.
         let held = std::mem::take(&mut *guard(&self.held));
         for (start, (len, _)) in held {
             let _ = unlock(&self.file, start, len);
