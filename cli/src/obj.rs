@@ -287,7 +287,13 @@ fn open(path: &Path, access: Access) -> Result<ObjectStore, Failure> {
         repair: access == Access::Repair,
         ..ObjectOptions::default()
     };
-    ObjectStore::open(path, opts).map_err(|e| store_failure(path, e))
+    let store = ObjectStore::open(path, opts).map_err(|e| store_failure(path, e))?;
+    // Every command says so (on stderr, so that --json output stays whole):
+    // objects may be missing from the index without any read failing.
+    if let Some(w) = store.index_warning().filter(|_| access != Access::Repair) {
+        eprintln!("bale: warning: {w}");
+    }
+    Ok(store)
 }
 
 /// A core error, naming the store unless the message already does.

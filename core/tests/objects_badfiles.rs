@@ -405,3 +405,114 @@ fn index_entry_with_a_wrong_codec() {
         }
     }
 }
+
+/// One damaged copy of the fixture: what `forget` finds.
+#[derive(Debug, Default, Clone, Copy)]
+struct Forgetting {
+    opened: bool,
+    /// Acknowledged objects the store answers as never stored (`has`
+    /// false, `get` NOT_FOUND, or left out of `ids`).
+    forgotten: usize,
+    /// The handle says its index lost commits.
+    warned: bool,
+    /// `validate` reported a problem (or failed).
+    flagged: bool,
+}
+
+fn forget(files: Files, objects: &[(ObjectId, Vec<u8>)]) -> Forgetting {
+    let mut out = Forgetting::default();
+    let Ok(s) = ObjectStore::open_dir(Arc::new(SimDir::from_files(&files)), ObjectOptions::default()) else {
+        return out;
+    };
+    out.opened = true;
+    out.warned = s.index_warning().is_some();
+    let listed: Option<std::collections::HashSet<ObjectId>> = s.ids().ok().map(|v| v.into_iter().collect());
+    for (id, data) in objects {
+        let missing = match s.get(id) {
+            Ok(d) => {
+                assert!(&d == data, "object {id}: get gave other bytes without an error");
+                false
+            }
+            Err(e) => e.kind() == bale::ErrorKind::NotFound,
+        };
+        let unlisted = listed.as_ref().is_some_and(|l| !l.contains(id));
+        if missing || unlisted || matches!(s.has(id), Ok(false)) {
+            out.forgotten += 1;
+        }
+    }
+    out.flagged = !matches!(s.validate(100.0, &mut |_, _| {}), Ok(r) if r.is_ok());
+    out
+}
+
+/// A damage sweep as a user would make it: truncations, bit flips, zeroed
+/// 4 KiB blocks, and files deleted or replaced by another file of the
+/// store, over the packs, the index, the config and the staging files.
+/// Every damaged copy must end in a typed error or identical reads, and a
+/// copy that answers an acknowledged object as never stored (the index fell
+/// back to an earlier commit, say) must say so: a warning on the handle
+/// and a problem in `validate`.
+#[test]
+fn no_damaged_copy_forgets_an_object_without_a_word() {
+    let fx = Arc::new(build());
+    let mut t = Tally::default();
+    let names: Vec<String> = fx.files.keys().filter(|k| k.as_str() != "lock").cloned().collect();
+    let mut rng = SimRng::new(0xF0E6E7);
+    let (mut forgetting, mut silent) = (0, Vec::new());
+    for i in 0..1000 {
+        let name = names[i % names.len()].clone();
+        let orig = fx.files[&name].clone();
+        let mut files = fx.files.clone();
+        let label = match rng.below(5) {
+            0 => {
+                let len = rng.below(orig.len() as u64 + 1) as usize;
+                files.insert(name.clone(), orig[..len].to_vec());
+                format!("{name} cut to {len}")
+            }
+            1 => {
+                let bit = rng.below(orig.len().max(1) as u64 * 8) as usize;
+                let mut b = orig.clone();
+                if let Some(x) = b.get_mut(bit / 8) {
+                    *x ^= 1 << (bit % 8);
+                }
+                files.insert(name.clone(), b);
+                format!("{name} bit {bit}")
+            }
+            2 => {
+                let block = rng.below(orig.len().div_ceil(4096).max(1) as u64) as usize * 4096;
+                let mut b = orig.clone();
+                let end = (block + 4096).min(b.len());
+                b[block.min(end)..end].fill(0);
+                files.insert(name.clone(), b);
+                format!("{name} block at {block} zeroed")
+            }
+            3 => {
+                files.remove(&name);
+                format!("{name} deleted")
+            }
+            _ => {
+                let other = names[rng.below(names.len() as u64) as usize].clone();
+                files.insert(name.clone(), fx.files[&other].clone());
+                format!("{name} replaced by {other}")
+            }
+        };
+        let fx2 = fx.clone();
+        let Some(o) = t.run(&label, move || forget(files, &fx2.objects)) else { continue };
+        t.opened += u64::from(o.opened);
+        t.flagged += u64::from(o.flagged);
+        if o.forgotten > 0 {
+            forgetting += 1;
+            if !(o.warned && o.flagged) {
+                silent.push(format!(
+                    "{label}: {} objects forgotten, warned {}, flagged {}",
+                    o.forgotten, o.warned, o.flagged
+                ));
+            }
+        }
+    }
+    println!(
+        "R9 objects: {} damaged copies: {} opened, {} flagged by validate, {forgetting} forgot objects",
+        t.cases, t.opened, t.flagged
+    );
+    assert!(t.failures.is_empty(), "failures:\n{}", t.failures.join("\n"));
+    assert!(silent.is_empty(), "{} copies forgot objects without a word:\n{}", silent.len(), silent.join("\n"));
+}

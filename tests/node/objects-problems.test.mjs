@@ -58,3 +58,37 @@ test('rebuildIndex names the pack whose damaged header it writes anew, and keeps
   assert.equal(s.getSync(id).toString(), 'packed')
   s.close()
 })
+
+// Zeroes the index's meta slot of its newest commit: it falls back to the
+// commit before.
+function zeroNewestMeta(file) {
+  const bytes = fs.readFileSync(file)
+  const txn = (p) => bytes.readBigUInt64LE(p * 4096 + 8)
+  const page = txn(2) > txn(1) ? 2 : 1
+  bytes.fill(0, page * 4096, (page + 1) * 4096)
+  fs.writeFileSync(file, bytes)
+}
+
+test('a store whose index fell back says so, and validate reports it', async () => {
+  const p = path.join(dir, `store-${++n}`)
+  const w = ObjectStore.open(p, { create: true })
+  const first = w.addSync('an early object')
+  const last = w.addSync("the newest commit's object")
+  w.close()
+  zeroNewestMeta(path.join(p, 'index'))
+  const s = ObjectStore.open(p)
+  assert.match(s.indexWarning, /rebuild-index/)
+  assert.equal(s.hasSync(first), true)
+  assert.equal(s.hasSync(last), false)
+  const v = s.validateSync()
+  assert.equal(v.ok, false)
+  assert.equal(v.problems[0].code, 'CORRUPT')
+  assert.equal(v.unindexedObjects, 1)
+  s.rebuildIndexSync()
+  assert.equal(s.indexWarning, null)
+  assert.equal(s.hasSync(last), true)
+  s.close()
+  const fine = ObjectStore.open(p, { create: true })
+  assert.equal(fine.indexWarning, null)
+  fine.close()
+})

@@ -544,7 +544,8 @@ def test_validate_reports_damage(path):
         s.pack()
         r = s.validate()
         assert r.ok and r.problems == [] and r.objects_checked == 2 and r.records_checked == 2
-        assert list(r.to_dict()) == ["ok", "objects_checked", "records_checked", "bytes_checked", "problems"]
+        assert list(r.to_dict()) == ["ok", "objects_checked", "records_checked", "bytes_checked",
+                                  "unindexed_records", "unindexed_objects", "problems"]
         pack = path / "packs" / "0.pack"
         raw = bytearray(pack.read_bytes())
         at = raw.find(marker)
@@ -578,6 +579,34 @@ def test_pack_lists_a_damaged_staging_file(path):
         (p,) = s.pack().problems
         assert p.file == f"staging/{staging.name}" and p.id is None and p.code in bale.ERROR_CODES
         assert "left in place" in p.message and staging.exists()
+
+
+def zero_newest_meta(index):
+    """Zeroes the index's meta slot of its newest commit: it falls back to
+    the commit before."""
+    raw = bytearray(index.read_bytes())
+    page = max((1, 2), key=lambda p: int.from_bytes(raw[p * 4096 + 8:p * 4096 + 16], "little"))
+    raw[page * 4096:(page + 1) * 4096] = bytes(4096)
+    index.write_bytes(bytes(raw))
+
+
+def test_an_index_that_fell_back_is_reported(path):
+    with bale.ObjectStore(path, create=True, **SMALL) as s:
+        first = s.add(b"an early object")
+        last = s.add(b"the newest commit's object")
+    zero_newest_meta(path / "index")
+    with pytest.warns(RuntimeWarning, match="rebuild-index"):
+        s = bale.ObjectStore(path)
+    with s:
+        assert s.index_warning is not None and "commit" in s.index_warning
+        assert first in s and last not in s
+        r = s.validate()
+        assert not r.ok and r.problems[0].code == "CORRUPT" and r.unindexed_objects == 1
+    with pytest.warns(RuntimeWarning):
+        s = bale.ObjectStore(path)
+    with s:
+        s.rebuild_index()
+        assert s.index_warning is None and last in s and s.validate().ok
 
 
 def test_rebuild_index(path):

@@ -151,6 +151,16 @@ impl Objects {
         self.handle.is_closed()
     }
 
+    /// Set when the index, as the store was opened, may have fallen back
+    /// to an earlier commit (a damaged meta slot): acknowledged objects may
+    /// then be missing from it though their records are in the packs
+    /// (`validate` reports it; `rebuildIndex` recovers them). Null once
+    /// closed.
+    #[napi(getter)]
+    pub fn index_warning(&self) -> Option<String> {
+        self.handle.store().ok().and_then(|s| s.index_warning())
+    }
+
     /// The hash that names the objects: ids are 64 hex digits, 40 for sha1.
     #[napi(getter, ts_return_type = "HashName")]
     pub fn hash(&self) -> String {

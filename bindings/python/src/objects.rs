@@ -246,6 +246,10 @@ impl ObjectStore {
             // Most messages of an opening store name the path already.
             if e.message().contains(&*path.to_string_lossy()) { to_py(py, e) } else { to_py_at(py, e, &path) }
         })?;
+        if let Some(w) = store.index_warning() {
+            let message = std::ffi::CString::new(w).unwrap_or_default();
+            PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &message, 1)?;
+        }
         Ok(ObjectStore {
             epoch: crate::fork_epoch(),
             config: *store.config(),
@@ -357,6 +361,15 @@ impl ObjectStore {
     #[getter]
     fn readonly(&self) -> bool {
         self.readonly
+    }
+
+    /// Set when the index, as the store was opened, may have fallen back
+    /// to an earlier commit (a damaged meta slot): acknowledged objects may
+    /// then be missing from it though their records are in the packs.
+    /// Opening such a store also issues a `RuntimeWarning`.
+    #[getter]
+    fn index_warning(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        Ok(self.call(py)?.store.index_warning())
     }
 
     /// The parameters the store was created with, and its compression

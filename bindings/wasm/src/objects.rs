@@ -114,6 +114,9 @@ export interface ObjectValidateReport {
   objectsChecked: number;
   recordsChecked: number;
   bytesChecked: number;
+  /** Counted by a full validate of a native directory store only. */
+  unindexedRecords: number;
+  unindexedObjects: number;
   problems: ObjectProblem[];
 }
 "#;
@@ -547,6 +550,14 @@ impl ObjectStore {
     #[wasm_bindgen(getter, unchecked_return_type = "\"blake3\" | \"sha256\" | \"sha1\"")]
     pub fn hash(&self) -> Result<String, BaleError> {
         Ok(self.store()?.hash_kind().name().to_string())
+    }
+
+    /// Set when the index, as the store was opened, may have fallen back
+    /// to an earlier commit (a damaged meta slot): acknowledged objects may
+    /// then be missing from it though their records are in the packs.
+    #[wasm_bindgen(getter, js_name = indexWarning)]
+    pub fn index_warning(&self) -> Result<Option<String>, BaleError> {
+        Ok(self.store()?.index_warning())
     }
 
     /// Whether the store is one tree-store file rather than a directory.

@@ -327,6 +327,15 @@ pub fn validate(ctx: &Ctx, a: ValidateArgs) -> Result<u8, Failure> {
             grouped(r.records_checked),
             human_bytes(r.bytes_checked)
         );
+        if r.unindexed_records > 0 {
+            println!(
+                "{} records ({} of them objects) in packs or staging files have no index entry: garbage of \
+                 uncommitted batches or deleted objects (pack and repack drop it), or objects a damaged index \
+                 lost (`bale obj repair --rebuild-index` brings them back)",
+                grouped(r.unindexed_records),
+                grouped(r.unindexed_objects)
+            );
+        }
     } else {
         println!("{} problem(s) in {}:", r.problems.len(), a.store.display());
         for p in &r.problems {

@@ -23,6 +23,11 @@ impl ObjectStore {
             let packed = self.pack_locked(&*dir, &mut |_, _| {})?;
             report.files_removed += packed.files_removed;
             report.bytes_freed += packed.bytes_freed;
+            // Packs the packer keeps because it cannot tell their records
+            // from objects an index that fell back lost.
+            let (files, bytes) = self.remove_unnamed_packs(&*dir, &self.inner.index.read()?)?;
+            report.files_removed += files;
+            report.bytes_freed += bytes;
             // Staging files whose making was interrupted (no lock: their
             // writer is gone).
             for name in dir.list(STAGING_DIR)? {

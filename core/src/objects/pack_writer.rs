@@ -77,9 +77,16 @@ impl PackWriter {
                 Err(e) if e.kind() == ErrorKind::NotFound => continue,
                 Err(e) => return Err(e),
             };
+            let len = f.len()?;
+            if store.was_kept(n, len) {
+                let message = format!("{name}: kept, no index commit names it; run `bale obj repair --rebuild-index`");
+                problems.push(ObjectProblem::new(ErrorKind::Corrupt, message).in_file(Area::Pack, n));
+                continue;
+            }
             let kept = store.records_held_nowhere_else(snap, &*f, Area::Pack, n, PACK_DATA_START)?;
             drop(f);
             if kept > 0 {
+                store.remember_kept(n, len);
                 problems.push(kept_records(&name, kept, "no index commit names the pack").in_file(Area::Pack, n));
                 continue;
             }

@@ -2,7 +2,7 @@
 //! and verified on arrival against the id they carry.
 
 use super::chunk_list::decode_list;
-use super::entry::{Area, Entry};
+use super::entry::Entry;
 use super::hash::{HashKind, ObjectId};
 use super::record::{RECORD_HEADER_LEN, RecordHeader, RecordKind};
 use super::store::{ObjectStore, in_file};
@@ -29,9 +29,7 @@ impl ObjectStore {
                     h.check_payload_at(&stored, e.loc.offset).map_err(|err| in_file(err, e.loc))?;
                     return Ok((e, h, stored));
                 }
-                Err(err) if err.kind() == ErrorKind::NotFound && e.loc.area != Area::Inline => {
-                    self.forget_file(e.loc.area, e.loc.file)
-                }
+                Err(err) if super::store::moved(&err, &e) => self.forget_file(e.loc.area, e.loc.file),
                 Err(err) => return Err(err),
             }
         }

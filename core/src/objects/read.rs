@@ -99,7 +99,8 @@ impl ObjectStore {
             }
             match self.read_record(id, &e, out) {
                 Ok(h) => return Ok((e, h)),
-                Err(err) if err.kind() == ErrorKind::NotFound && e.loc.area != Area::Inline => {
+                Err(err) if super::store::moved(&err, &e) && e.loc.area == Area::Inline => {}
+                Err(err) if super::store::moved(&err, &e) => {
                     self.forget_file(e.loc.area, e.loc.file);
                     gone = Some(e.loc);
                 }

@@ -71,6 +71,14 @@ macro_rules! object_reports {
                 objects_checked,
                 records_checked,
                 bytes_checked,
+                #[doc = " Intact records in packs and staging files whose id has no"]
+                #[doc = " index entry, and the objects (blobs, roots) among them: the"]
+                #[doc = " garbage of batches never committed and of deleted objects"]
+                #[doc = " not yet repacked, or objects an index that fell back lost"]
+                #[doc = " (`rebuild_index` brings them back). Counted by a full"]
+                #[doc = " validate of a directory store only."]
+                unindexed_records,
+                unindexed_objects,
             } {
                 problems: Vec<$crate::objects::ObjectProblem>,
             }

@@ -12,7 +12,7 @@ use super::entry::{Area, Entry, KEY_CONFIG, Location, entry_key, record_key};
 use super::hash::{HashKind, ObjectId};
 use super::record::{RECORD_HEADER_LEN, RecordHeader};
 use super::staging::Staging;
-use crate::btree::{Options, Store};
+use crate::btree::{Options, ReadOps, Store};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::header::{FileKind, HEADER_LEN, Header};
 use crate::io::Storage;
@@ -88,6 +88,13 @@ pub(crate) struct Inner {
     /// Set when `repair` put an empty index in place of a damaged one:
     /// only `rebuild_index` may run until it clears this.
     awaiting_rebuild: AtomicBool,
+    /// What the index's meta slots said at open of commits it may have
+    /// lost ([`ObjectStore::index_warning`]).
+    index_warning: Mutex<Option<String>>,
+    /// Pack files no commit names that were kept because some of their
+    /// records are stored nowhere else, with their length then: not read
+    /// again by every packer and bulk add of this handle until they change.
+    kept_packs: Mutex<HashMap<u64, u64>>,
 }
 
 /// The writes of this handle under way, which its shared store lock must
@@ -331,8 +338,50 @@ impl ObjectStore {
                 maintaining: AtomicBool::new(false),
                 packing: AtomicBool::new(false),
                 awaiting_rebuild: AtomicBool::new(false),
+                index_warning: Mutex::new(None),
+                kept_packs: Mutex::new(HashMap::new()),
             }),
         }
+        .with_index_warning()
+    }
+
+    fn with_index_warning(self) -> ObjectStore {
+        // A store whose slots cannot be read fails on its first call anyway.
+        *guard(&self.inner.index_warning) = self.lost_commits().unwrap_or(None);
+        self
+    }
+
+    /// Set when the index, as the store was opened, had a damaged meta
+    /// slot beside the one in use: it may have fallen back to an earlier
+    /// commit (damage to its newest one, or a crash while that was
+    /// written), and then objects acknowledged after it are missing from
+    /// it although their records are still in the packs or staging files.
+    /// `validate` reports the same; `rebuild_index` recovers them and
+    /// clears this.
+    pub fn index_warning(&self) -> Option<String> {
+        guard(&self.inner.index_warning).clone()
+    }
+
+    /// The index's meta slots checked against the commit in use: a
+    /// message when one is damaged or blank past commit 0.
+    pub(crate) fn lost_commits(&self) -> Result<Option<String>> {
+        let index = &self.inner.index;
+        let in_use = index.read()?.snapshot().meta;
+        for (i, state) in index.meta_slots()?.iter().enumerate() {
+            let Some(problem) = crate::btree::meta::slot_problem(state, i as u64 + 1, &in_use) else { continue };
+            let (what, hint) = match &self.inner.dir {
+                Some(d) => (
+                    format!("{}/{INDEX_NAME}", d.display()),
+                    "run `bale obj validate`; `bale obj repair --rebuild-index` recovers them from the packs",
+                ),
+                None => ("the store file".to_string(), "run `bale obj validate` and `bale check`"),
+            };
+            return Ok(Some(format!(
+                "{what}: {problem}; objects acknowledged after commit {} may be missing from the index: {hint}",
+                in_use.txn
+            )));
+        }
+        Ok(None)
     }
 
     pub fn config(&self) -> &Config {
@@ -431,6 +480,17 @@ impl ObjectStore {
     /// The rebuilt index is in place: the handle works as any other.
     pub(crate) fn rebuilt(&self) {
         self.inner.awaiting_rebuild.store(false, Ordering::SeqCst);
+        *guard(&self.inner.index_warning) = None;
+        guard(&self.inner.kept_packs).clear();
+    }
+
+    /// Whether pack `n`, `len` bytes long, was kept before (see `kept_packs`).
+    pub(crate) fn was_kept(&self, n: u64, len: u64) -> bool {
+        guard(&self.inner.kept_packs).get(&n) == Some(&len)
+    }
+
+    pub(crate) fn remember_kept(&self, n: u64, len: u64) {
+        guard(&self.inner.kept_packs).insert(n, len);
     }
 
     /// Counts a write of this handle as under way (`CLOSED` once closed).
@@ -595,7 +655,17 @@ impl ObjectStore {
     pub(crate) fn read_stored(&self, id: &ObjectId, e: &Entry) -> Result<(RecordHeader, Vec<u8>)> {
         let id_len = self.inner.config.hash.id_len();
         let (h, stored) = if e.loc.area == Area::Inline {
-            let b = self.inner.index.get(&record_key(id))?.ok_or_else(|| {
+            // The entry and its record from one snapshot: a delete or a
+            // repack meanwhile changes both together.
+            let r = self.inner.index.read()?;
+            let now = match r.get(&entry_key(id))? {
+                Some(v) => Some(Entry::decode(&v.to_vec()?, id)?),
+                None => None,
+            };
+            if now != Some(*e) {
+                return Err(changed_while_read(id));
+            }
+            let b = r.get(&record_key(id))?.map(|v| v.to_vec()).transpose()?.ok_or_else(|| {
                 Error::corrupt(format!(
                     "object {id}: its record is missing from the store file; run `bale obj validate`"
                 ))
@@ -635,6 +705,21 @@ impl Drop for Inner {
     fn drop(&mut self) {
         // Staging files are released (unlocked) by closing them.
         guard(&self.staging).take();
+    }
+}
+
+/// An in-file record whose entry changed (deleted, or re-encoded by a
+/// repack) since the caller read it: look the entry up again.
+pub(crate) fn changed_while_read(id: &ObjectId) -> Error {
+    Error::new(ErrorKind::Conflict, format!("record {id} changed while being read; retry"))
+}
+
+/// Whether `err` from reading the record `e` names means it moved or
+/// changed since `e` was read, so that a fresh lookup finds it.
+pub(crate) fn moved(err: &Error, e: &Entry) -> bool {
+    match e.loc.area {
+        Area::Inline => err.kind() == ErrorKind::Conflict,
+        _ => err.kind() == ErrorKind::NotFound,
     }
 }
 

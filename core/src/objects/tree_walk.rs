@@ -238,9 +238,12 @@ fn record_paths(paths: Option<&Store>, pending: &mut Vec<(Vec<u8>, ObjectId)>) -
 
 #[cfg(test)]
 mod tests {
+    #[cfg(unix)]
     use super::*;
+    #[cfg(unix)]
     use crate::objects::ObjectOptions;
 
+    #[cfg(unix)]
     fn tmp(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("bale-treewalk-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
