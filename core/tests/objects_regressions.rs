@@ -193,3 +193,139 @@ fn validate_follows_records_moved_while_it_runs() {
         }
     }
 }
+
+/// A single-file store in memory with `config`, and the memory it lives in
+/// (the tree store can be opened again over it, to damage the index).
+fn single_file(config: bale::objects::Config) -> (bale::io::MemStorage, ObjectStore) {
+    let mem = bale::io::MemStorage::new();
+    let tree = bale::Store::open_storage(Arc::new(mem.clone()), bale::Options { create: true, ..Default::default() })
+        .expect("tree");
+    let s = ObjectStore::from_tree(tree, &ObjectOptions { config, ..ObjectOptions::create() }).expect("create");
+    (mem, s)
+}
+
+/// Reopens the single-file store of `mem` read-only.
+fn reopen(mem: &bale::io::MemStorage) -> ObjectStore {
+    let tree = bale::Store::open_storage(Arc::new(mem.clone()), bale::Options { mmap: false, ..Default::default() })
+        .expect("tree");
+    ObjectStore::from_tree(tree, &ObjectOptions { readonly: true, ..ObjectOptions::default() }).expect("reopen")
+}
+
+/// Changes the bytes of key `key` of the tree store in `mem` with `f`.
+fn change_key(mem: &bale::io::MemStorage, key: &[u8], f: impl FnOnce(&mut Vec<u8>)) {
+    let tree = bale::Store::open_storage(Arc::new(mem.clone()), bale::Options::default()).expect("tree");
+    let mut v = tree.get(key).expect("get").expect("the key");
+    f(&mut v);
+    tree.put(key, &v).expect("put");
+    tree.close().expect("close");
+}
+
+fn entry_key(id: &bale::objects::ObjectId) -> Vec<u8> {
+    [&[b'o'][..], id.as_bytes()].concat()
+}
+
+/// An index entry of a single-file store that names a staging file or a
+/// pack (areas 0 and 1, which only a directory store has) is damage
+/// (FORMAT.md, "Index"): it used to fail with `INVALID_ARGUMENT`, as if
+/// the caller had asked a single-file store for its packs.
+#[test]
+fn an_entry_naming_a_pack_in_a_single_file_store_is_never_a_callers_error() {
+    for area in [0u8, 1] {
+        let (mem, s) = single_file(small_chunks());
+        let id = s.add(b"an object stored whole").expect("add");
+        s.close().expect("close");
+        change_key(&mem, &entry_key(&id), |e| e[2] = area);
+        let e = reopen(&mem).get_verified(&id).expect_err("a damaged entry");
+        assert_eq!(e.code(), "CORRUPT", "area {area}: {e}");
+    }
+}
+
+/// A whole read of an object stored whole checks its length against the
+/// size its index entry gives, as a stream of it does (FORMAT.md,
+/// "Index"): it used to return the record's bytes, so that `get` and
+/// `reader` disagreed on one object.
+#[test]
+fn an_object_whose_entry_gives_another_size_never_reads_back_whole() {
+    let (mem, s) = single_file(small_chunks());
+    let data = b"an object stored whole".to_vec();
+    let id = s.add(&data).expect("add");
+    s.close().expect("close");
+    change_key(&mem, &entry_key(&id), |e| e[24] ^= 1);
+    let s = reopen(&mem);
+    assert_eq!(s.meta(&id).expect("meta").size, data.len() as u64 ^ 1);
+    assert_eq!(s.get_verified(&id).expect_err("get").code(), "CORRUPT");
+    let mut r = s.reader(&id).expect("reader");
+    let mut out = vec![0u8; 100];
+    assert_eq!(r.read_some(&mut out).expect_err("stream").code(), "CORRUPT");
+}
+
+/// A chunk list whose payload does not hash to the id that names it is a
+/// content mismatch (`CHECKSUM_MISMATCH`), as `validate` and a remote's
+/// reader report it (FORMAT.md, "Readers"): a read used to call it
+/// `CORRUPT`.
+#[test]
+fn a_chunk_list_not_matching_its_id_is_never_reported_as_corrupt() {
+    use bale::format::checksum::checksum;
+    use bale::objects::record::{RecordHeader, RecordKind};
+    let config = bale::objects::Config { compression: bale::objects::Compression::Never, ..small_chunks() };
+    let (mem, s) = single_file(config);
+    let mut rng = bale::io::sim::SimRng::new(11);
+    let data = object_gen::noise(&mut rng, 300_000);
+    let id = s.add(&data).expect("add");
+    assert_eq!(s.get_verified(&id).expect("get"), data);
+    // An inner list: a record of kind list under `r` + its id.
+    let list = {
+        let tree = bale::Store::open_storage(Arc::new(mem.clone()), bale::Options::default()).expect("tree");
+        let mut found = None;
+        let r = tree.read().expect("read");
+        let mut range = bale::ReadOps::prefix(&r, b"r", false);
+        while let Some(item) = range.next_entry() {
+            let (k, v) = item.expect("entry");
+            let v = v.to_vec().expect("value");
+            if RecordHeader::decode(&v, 32, 0).expect("header").kind == RecordKind::List {
+                found = Some(k.to_vec());
+                break;
+            }
+        }
+        found.expect("an inner chunk list")
+    };
+    s.close().expect("close");
+    // Two entries of the list swapped: the payload still decodes and adds
+    // up, but no longer hashes to the list's id. Both checksums resealed.
+    change_key(&mem, &list, |rec| {
+        let (a, b, w) = (64 + 16, 64 + 16 + 40, 40);
+        let first = rec[a..a + w].to_vec();
+        rec.copy_within(b..b + w, a);
+        rec[b..b + w].copy_from_slice(&first);
+        let sum = checksum(&rec[64..], 0);
+        rec[48..56].copy_from_slice(&sum.to_le_bytes());
+        let sum = checksum(&rec[..56], 0);
+        rec[56..64].copy_from_slice(&sum.to_le_bytes());
+    });
+    let e = reopen(&mem).get_verified(&id).expect_err("a damaged list");
+    assert_eq!(e.code(), "CHECKSUM_MISMATCH", "{e}");
+}
+
+/// Only the names bale gives files are store files (FORMAT.md, "Directory
+/// layout"): a staging file or pack whose number is spelt otherwise (upper
+/// case hex, a leading zero) is ignored like any other name. Its number
+/// used to be read, and the file then opened under the number's own
+/// spelling, which failed a rebuild with `NOT_FOUND`.
+#[test]
+fn a_file_name_spelt_otherwise_never_fails_a_rebuild() {
+    let dir = SimDir::new();
+    let s = create(&dir);
+    let a = s.add(b"packed object").expect("add");
+    s.pack().expect("pack");
+    let b = s.add(b"staged object").expect("add");
+    for name in ["staging/00000000000000AB.pack", "packs/07.pack", "packs/+8.pack", "staging/00000000000000AB.new"] {
+        let f = dir.create_new(name).expect("odd name");
+        f.write_all_at(b"not a store file", 0).expect("write");
+    }
+    s.rebuild_index(&mut |_, _| {}).expect("rebuild");
+    s.clean().expect("clean");
+    assert_eq!(s.get_verified(&a).expect("a"), b"packed object");
+    assert_eq!(s.get_verified(&b).expect("b"), b"staged object");
+    s.pack().expect("pack");
+    assert!(dir.exists("packs/07.pack").expect("exists"), "a file of another name is left alone");
+}

@@ -3,7 +3,7 @@
 
 use super::report::CleanReport;
 use super::staging::new_name;
-use super::store::{INDEX_NAME, ObjectStore, STAGING_DIR};
+use super::store::{INDEX_NAME, ObjectStore, STAGING_DIR, staging_name_number};
 use crate::btree::{Store, compact_into, stat};
 use crate::error::Result;
 
@@ -31,8 +31,7 @@ impl ObjectStore {
             // Staging files whose making was interrupted (no lock: their
             // writer is gone).
             for name in dir.list(STAGING_DIR)? {
-                let Some(hex) = name.strip_suffix(".new") else { continue };
-                let Ok(n) = u64::from_str_radix(hex, 16) else { continue };
+                let Some(n) = name.strip_suffix(".new").and_then(staging_name_number) else { continue };
                 let path = new_name(n);
                 let f = dir.open(&path, true)?;
                 if f.lock_writer(false).is_ok() {

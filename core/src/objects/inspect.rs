@@ -135,7 +135,7 @@ fn numbered(dir: &dyn super::dir::Dir, sub: &str, parse: fn(&str) -> Option<u64>
 }
 
 fn pack_number_of(s: &str) -> Option<u64> {
-    s.parse().ok()
+    super::store::pack_name_number(s)
 }
 
 /// The staging files present and their bytes together.
@@ -156,7 +156,7 @@ fn staging_sizes(dir: &dyn super::dir::Dir) -> Result<(u64, u64)> {
 }
 
 fn staging_number_of(s: &str) -> Option<u64> {
-    u64::from_str_radix(s, 16).ok().filter(|_| s.len() == 16)
+    super::store::staging_name_number(s)
 }
 
 impl ObjectStore {

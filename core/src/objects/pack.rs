@@ -13,7 +13,7 @@ use super::problem::ObjectProblem;
 use super::record::{RECORD_HEADER_LEN, RecordHeader, RecordKind, encode_record};
 use super::report::PackReport;
 use super::staging::{PACK_DATA_START, check_pack_header};
-use super::store::{ObjectStore, PACKS_DIR, STAGING_DIR, file_name, guard};
+use super::store::{ObjectStore, PACKS_DIR, STAGING_DIR, file_name, guard, staging_name_number};
 use crate::btree::{ReadOps, ReadTxn};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::checksum::checksum;
@@ -82,13 +82,7 @@ impl ObjectStore {
         let mut names: Vec<u64> = dir
             .list(STAGING_DIR)?
             .into_iter()
-            .filter_map(|name| {
-                let hex = name.strip_suffix(".pack")?;
-                if hex.len() != 16 {
-                    return None;
-                }
-                u64::from_str_radix(hex, 16).ok()
-            })
+            .filter_map(|name| name.strip_suffix(".pack").and_then(staging_name_number))
             .collect();
         names.sort();
         let mut planned = 0;

@@ -9,7 +9,7 @@ use super::dir::{Dir, remove_if_present};
 use super::entry::{Area, KEY_PACK, Location, PackInfo, pack_number};
 use super::problem::ObjectProblem;
 use super::staging::{DIRECT_WRITE, PACK_DATA_START, Writeback, check_pack_header, pack_header};
-use super::store::{ObjectStore, PACKS_DIR, file_name};
+use super::store::{ObjectStore, PACKS_DIR, file_name, pack_name_number};
 use crate::btree::{ReadOps, ReadTxn};
 use crate::error::{Error, ErrorKind, Result};
 use crate::io::Storage;
@@ -67,7 +67,7 @@ impl PackWriter {
         let dir = store.dir()?.clone();
         let mut top = packs.keys().next_back().copied();
         for name in dir.list(PACKS_DIR)? {
-            let Some(n) = name.strip_suffix(".pack").and_then(|s| s.parse::<u64>().ok()) else { continue };
+            let Some(n) = name.strip_suffix(".pack").and_then(pack_name_number) else { continue };
             top = top.max(Some(n));
             if packs.contains_key(&n) {
                 continue;

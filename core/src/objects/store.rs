@@ -654,6 +654,15 @@ impl ObjectStore {
     /// payload, not yet verified.
     pub(crate) fn read_stored(&self, id: &ObjectId, e: &Entry) -> Result<(RecordHeader, Vec<u8>)> {
         let id_len = self.inner.config.hash.id_len();
+        // Area 2 exists only in a single-file store, areas 0 and 1 only in
+        // a directory store: an entry naming the other kind is damage.
+        if (e.loc.area == Area::Inline) != self.inner.dir.is_none() {
+            let store = if self.inner.dir.is_none() { "a single-file" } else { "a directory" };
+            return Err(Error::corrupt(format!(
+                "index entry of {id}: area {} does not exist in {store} store; run `bale obj validate`",
+                e.loc.area.code()
+            )));
+        }
         let (h, stored) = if e.loc.area == Area::Inline {
             // The entry and its record from one snapshot: a delete or a
             // repack meanwhile changes both together.
@@ -732,6 +741,19 @@ fn maintenance_running() -> Error {
         ErrorKind::Locked,
         "a maintenance operation (repack, delete, repair) holds the object store; retry later",
     )
+}
+
+/// The number of a staging file whose name, before `.pack` or `.new`, is
+/// `digits`: exactly the 16 lower-case hex digits [`file_name`] writes.
+/// Any other spelling of a number is not a staging file's name.
+pub(crate) fn staging_name_number(digits: &str) -> Option<u64> {
+    u64::from_str_radix(digits, 16).ok().filter(|n| format!("{n:016x}") == digits)
+}
+
+/// The number of a pack whose name, before `.pack`, is `digits`: decimal
+/// as [`file_name`] writes it (no sign, no leading zero).
+pub(crate) fn pack_name_number(digits: &str) -> Option<u64> {
+    digits.parse::<u64>().ok().filter(|n| n.to_string() == digits)
 }
 
 pub(crate) fn file_name(area: Area, n: u64) -> String {

@@ -15,7 +15,7 @@ use super::read::from_io;
 use super::record::{RECORD_HEADER_LEN, RECORD_MAGIC, RecordHeader, RecordKind};
 use super::report::{RebuildReport, ValidateReport};
 use super::staging::{PACK_DATA_START, check_pack_header, pack_header};
-use super::store::{INDEX_NAME, ObjectStore, PACKS_DIR, STAGING_DIR, file_name};
+use super::store::{INDEX_NAME, ObjectStore, PACKS_DIR, STAGING_DIR, file_name, pack_name_number, staging_name_number};
 use crate::btree::{Options, ReadOps, ReadTxn, Store};
 use crate::error::{Error, ErrorKind, Result};
 use crate::format::checksum::checksum;
@@ -312,14 +312,12 @@ impl ObjectStore {
             let mut packs = Vec::new();
             let mut files: Vec<(Area, u64)> = Vec::new();
             for name in dir.list(PACKS_DIR)? {
-                if let Some(n) = name.strip_suffix(".pack").and_then(|s| s.parse::<u64>().ok()) {
+                if let Some(n) = name.strip_suffix(".pack").and_then(pack_name_number) {
                     files.push((Area::Pack, n));
                 }
             }
             for name in dir.list(STAGING_DIR)? {
-                if let Some(n) =
-                    name.strip_suffix(".pack").filter(|s| s.len() == 16).and_then(|s| u64::from_str_radix(s, 16).ok())
-                {
+                if let Some(n) = name.strip_suffix(".pack").and_then(staging_name_number) {
                     files.push((Area::Staging, n));
                 }
             }

@@ -42,8 +42,10 @@ impl PackId {
         self.0.iter().map(|b| format!("{b:02x}")).collect()
     }
 
+    /// The pack whose name is `s`: 64 lower-case hex digits, as
+    /// [`PackId::to_hex`] writes them (another spelling names no pack).
     pub fn from_hex(s: &str) -> Option<PackId> {
-        if s.len() != 64 || !s.bytes().all(|c| c.is_ascii_hexdigit()) {
+        if s.len() != 64 || !s.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)) {
             return None;
         }
         let mut out = [0u8; 32];
@@ -324,6 +326,17 @@ mod tests {
         m.refs.insert("latest".into(), HashKind::Blake3.hash(b"x"));
         m.remember(42);
         m
+    }
+
+    /// Only the spelling bale writes names a pack: a key in upper case
+    /// used to be read as the pack of the lower-case key, so that gc could
+    /// take an old key of another spelling for a new pack's.
+    #[test]
+    fn a_pack_key_spelt_in_upper_case_never_names_a_pack() {
+        let id = PackId([0xab; 32]);
+        assert_eq!(PackId::from_hex(&id.to_hex()), Some(id));
+        assert_eq!(PackId::from_hex(&id.to_hex().to_uppercase()), None);
+        assert_eq!(PackId::from_hex(&format!("A{}", &id.to_hex()[1..])), None);
     }
 
     #[test]
