@@ -62,8 +62,10 @@ test-wasm: wasm-pkg npm-deps wasm-remote-fixture
 	REMOTE_FIXTURE=$(abspath $(REMOTE_FIXTURE)) npm run --silent test:wasm
 
 # Remotes as folders, served over HTTP to tests/wasm/remote.test.mjs and
-# the Chromium suite. Written afresh each run and never committed: a
-# remote's id and its packs' names are random by design.
+# the Chromium suite, with an expected.json of their own. Written afresh
+# each run, the same bytes every time (the remote's id and the writers'
+# nonces come from fixed seeds); its remote/ is the golden corpus's
+# tests/corpus/remote/v1/remote-blake3, which both suites also read.
 REMOTE_FIXTURE := $(WASM_TARGET_DIR)/remote-fixture
 wasm-remote-fixture:
 	rm -rf $(REMOTE_FIXTURE)

@@ -276,3 +276,111 @@ fn every_bitable_case_reads_as_expected() {
     println!("corpus: {valid} valid and {invalid} invalid bitable cases");
     assert!(valid >= 7 && invalid >= 14, "{valid} valid, {invalid} invalid");
 }
+
+/// Copies a remote case's folder (the files its manifest entry lists) to
+/// a new folder: a folder bucket keeps working files beside its keys.
+fn remote_copy(dir: &Path, c: &Value, to: &Path) -> PathBuf {
+    let _ = std::fs::remove_dir_all(to);
+    for f in c["files"].as_array().expect("files") {
+        let rel = f.as_str().expect("file name");
+        let dst = to.join(rel);
+        std::fs::create_dir_all(dst.parent().expect("parent")).expect("mkdir");
+        std::fs::copy(dir.join(c["file"].as_str().expect("file")).join(rel), &dst).expect("copy");
+    }
+    to.to_path_buf()
+}
+
+fn remote_doc(hash: bale::objects::HashKind, generation: u64, packs: usize, objects: Vec<Value>) -> Value {
+    json!({
+        "kind": "remote",
+        "hash": hash.name(),
+        "generation": generation,
+        "packs": packs,
+        "count": objects.len(),
+        "objects": objects,
+    })
+}
+
+/// Reads a remote folder straight from its bucket: the manifest, every pack
+/// index, the object ids in order, and each object whole by range reads
+/// (every record checked against its id, the object against its own).
+fn read_remote_direct(bucket: &Path) -> bale::Result<Value> {
+    use bale::remote::{FsBucket, Remote};
+    let r = Remote::new(std::sync::Arc::new(FsBucket::open(bucket)?));
+    let (m, _) = r.manifest()?;
+    let index = r.index(&m)?;
+    let mut ids: Vec<_> = index.objects().map(|(id, _)| *id).collect();
+    ids.sort();
+    let mut objects = Vec::new();
+    for id in ids {
+        objects.push(json!([id.to_hex(), hex(&r.read_object(&index, m.hash, &id)?)]));
+    }
+    Ok(remote_doc(m.hash, m.generation, m.packs.len(), objects))
+}
+
+/// Reads a remote folder through a new store connected to it by a
+/// `file://` URL: pull, list the ids, read each object verified.
+fn read_remote_pulled(bucket: &Path, hash: &str, store_dir: &Path) -> bale::Result<Value> {
+    use bale::objects::{Config, HashKind, ObjectOptions, ObjectStore};
+    use bale::remote::RemoteConfig;
+    let hash = HashKind::from_name(hash).expect("a hash name");
+    let _ = std::fs::remove_dir_all(store_dir);
+    let config = Config { hash, ..Config::default() };
+    let s = ObjectStore::open(store_dir, ObjectOptions { config, ..ObjectOptions::create() })?;
+    let url = format!("file://{}", bucket.display());
+    s.connect_remote("corpus", &RemoteConfig { url, ..RemoteConfig::default() }, bale::remote::DEFAULT_GRACE_MS)?;
+    let r = s.open_remote("corpus")?;
+    let pulled = r.pull(&s, &mut |_, _| {})?;
+    let (m, _) = r.manifest()?;
+    let mut objects = Vec::new();
+    for id in s.ids()? {
+        objects.push(json!([id.to_hex(), hex(&s.get_verified(&id)?)]));
+    }
+    let doc = remote_doc(s.hash_kind(), pulled.generation, m.packs.len(), objects);
+    s.close()?;
+    Ok(doc)
+}
+
+#[test]
+fn every_remote_case_reads_as_expected() {
+    let dir = corpus_dir();
+    let manifest: Value = serde_json::from_slice(
+        &std::fs::read(dir.join("manifest.json"))
+            .unwrap_or_else(|e| panic!("corpus manifest missing at {}: {e}", dir.display())),
+    )
+    .expect("manifest is JSON");
+    let cases = manifest["remote_cases"].as_array().expect("remote_cases");
+    let tmp = std::env::temp_dir().join(format!("bale-corpus-remotes-{}", std::process::id()));
+    let (mut valid, mut invalid) = (0, 0);
+    for c in cases {
+        let id = c["id"].as_str().expect("id");
+        let hash = c["hash"].as_str().expect("hash");
+        // Each way of reading on its own copy of the folder.
+        let direct = read_remote_direct(&remote_copy(&dir, c, &tmp.join(id).join("direct")));
+        let bucket = remote_copy(&dir, c, &tmp.join(id).join("pulled"));
+        let pulled = read_remote_pulled(&bucket, hash, &tmp.join(id).join("store"));
+        for (how, got) in [("read from the bucket", direct), ("pulled into a store", pulled)] {
+            if let Some(expect) = c["expect"].as_str() {
+                let want: Value =
+                    serde_json::from_slice(&std::fs::read(dir.join(expect)).expect("expected JSON")).unwrap();
+                let got = got.unwrap_or_else(|e| panic!("{id}: {how}: {e}"));
+                assert!(got == want, "{id}: {how}: content differs from {expect}");
+            } else {
+                let code = c["error"].as_str().expect("expect or error");
+                match got {
+                    Ok(_) => panic!("{id}: {how} without error, expected {code}"),
+                    Err(e) => assert_eq!(e.code(), code, "{id}: {how}: {e}"),
+                }
+            }
+        }
+        if c["expect"].is_string() {
+            valid += 1;
+        } else {
+            invalid += 1;
+        }
+        let _ = std::fs::remove_dir_all(tmp.join(id));
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    println!("corpus: {valid} valid and {invalid} invalid remote cases");
+    assert!(valid >= 4 && invalid >= 15, "{valid} valid, {invalid} invalid");
+}

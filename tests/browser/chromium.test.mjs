@@ -1,6 +1,7 @@
 // The wasm package in real headless Chromium (Debian's chromium driven by
 // playwright-core): the golden corpus (tree stores, range queries, object
-// stores, bitables) walked in a worker through the Blob backend;
+// stores, bitables) walked in a worker through the Blob backend, and its
+// remotes read over HTTP;
 // WorkerStore; an object store directory chosen with <input
 // webkitdirectory> and read in a worker; object stores opened by URL; a
 // remote read over HTTP on the main thread and in a worker. The inspector app has its own
@@ -16,7 +17,7 @@ import { canonical } from '../wasm/corpus.js';
 import { RemoteObjects } from '../../bindings/wasm/js/node.js';
 import { ARTIFACTS, CORPUS, REMOTE_FIXTURE, base, manifest, newPage, rangeBytes, requests, runPage } from './harness.mjs';
 
-test('corpus: every case, range query, object store and bitable opened from Blobs in a Web Worker', async () => {
+test('corpus: every case, range query, object store and bitable opened from Blobs in a Web Worker, every remote by URL', async () => {
   const { page, errors, run } = await runPage('/tests/browser/corpus.html', 'corpusRun', 120000);
   assert.equal(run.error, undefined);
   assert.equal(run.results.length, manifest.cases.length);
@@ -57,6 +58,12 @@ test('corpus: every case, range query, object store and bitable opened from Blob
   }
   assert.ok(manifest.bitable_cases.filter((c) => c.expect).length >= 7);
   assert.ok(manifest.bitable_cases.filter((c) => c.error).length >= 14);
+  // Every remote case, its folder read over HTTP by RemoteObjects: what
+  // the browser read is the expected document, or the error the manifest's.
+  assert.deepEqual(run.remotes.map((r) => r.id), manifest.remote_cases.map((c) => c.id));
+  assert.deepEqual(run.remotes.filter((r) => !r.ok).map((r) => `${r.id}: ${r.detail}`), []);
+  assert.ok(run.remotes.filter((r) => r.kind === 'valid').length >= 4, 'valid remote cases');
+  assert.ok(run.remotes.filter((r) => r.kind === 'invalid').length >= 15, 'invalid remote cases');
   // The main thread has no FileReaderSync: a clear INVALID_ARGUMENT error.
   assert.equal(run.main.fromBlob, 'true/BaleError/INVALID_ARGUMENT');
   assert.equal(run.main.fromBytes, 1);

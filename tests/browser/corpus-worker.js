@@ -6,9 +6,10 @@
 // from the map of them, lazily; a single-file store from its Blob. And
 // every bitable case, each from its Blob: a valid case's result carries the
 // SHA-256 of the canonical JSON it read, for the test to compare with the
-// expected document itself.
-import init, { Bitable, ObjectStore, Store } from '/pkg/bale_wasm.js';
-import { runBitableCorpus, runCorpus, runObjectCorpus, runQueries } from '/tests/wasm/corpus.js';
+// expected document itself. And every remote case: its folder opened by
+// URL (RemoteObjects.fromUrl), listed, and each object read by ranges.
+import init, { Bitable, ObjectStore, RemoteObjects, Store } from '/pkg/bale_wasm.js';
+import { runBitableCorpus, runCorpus, runObjectCorpus, runQueries, runRemoteCorpus } from '/tests/wasm/corpus.js';
 
 async function sha256(text) {
   const d = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text));
@@ -44,7 +45,9 @@ self.onmessage = async (ev) => {
       if (r.document !== undefined) r.digest = await sha256(r.document);
       delete r.document;
     }
-    self.postMessage({ ok: true, results, queries, objects, bitables });
+    const openRemote = (c) => RemoteObjects.fromUrl(new URL(`${base}${c.file}/`, self.location.href).href);
+    const remotes = await runRemoteCorpus(manifest, openRemote, expected);
+    self.postMessage({ ok: true, results, queries, objects, bitables, remotes });
   } catch (e) {
     self.postMessage({ ok: false, error: `${e.name}: ${e.message}` });
   }

@@ -7,7 +7,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import os from 'node:os'
 import { Bitable, BitableWriter, ObjectStore, Tree } from '../../bindings/node/index.js'
 
@@ -38,8 +38,8 @@ function readCase(file) {
   }
 }
 
-// Walks one section of the manifest: each valid case read through `read`
-// equals its expected JSON, each invalid case fails with its code, and at
+// Walks one section of the manifest: each valid case read through
+// `read(file, expected, case)` equals its expected JSON, each invalid case fails with its code, and at
 // least `min` of each kind ran.
 async function walkCases(t, section, read, min) {
   const manifestPath = path.join(dir, 'manifest.json')
@@ -53,11 +53,11 @@ async function walkCases(t, section, read, min) {
       const file = path.join(dir, c.file)
       if (c.expect) {
         const want = JSON.parse(fs.readFileSync(path.join(dir, c.expect), 'utf8'))
-        assert.deepStrictEqual(read(file, want), want, `${c.id}: content differs from ${c.expect}`)
+        assert.deepStrictEqual(read(file, want, c), want, `${c.id}: content differs from ${c.expect}`)
         valid++
       } else {
         assert.ok(c.error, `${c.id}: a case needs expect or error`)
-        assert.throws(() => read(file), code(c.error), `${c.id}: read without error, expected ${c.error}`)
+        assert.throws(() => read(file, undefined, c), code(c.error), `${c.id}: read without error, expected ${c.error}`)
         invalid++
       }
     })
@@ -194,3 +194,42 @@ function readObjectsCase(file) {
 
 test('every object store corpus case reads as expected', (t) =>
   walkCases(t, 'object_cases', readObjectsCase, { valid: 5, invalid: 10 }))
+
+// Remote cases (`remote_cases`): the folder (the files the manifest lists)
+// copied, as a folder bucket keeps working files beside its keys; a new
+// store of the remote's hash connected to the copy by a file:// URL; every
+// object pulled, the ids listed in order, each object read whole and
+// verified against its id.
+function readRemoteCase(folder, _want, c) {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'bale-node-remote-'))
+  try {
+    const bucket = path.join(tmp, 'bucket')
+    for (const f of c.files) {
+      fs.mkdirSync(path.dirname(path.join(bucket, f)), { recursive: true })
+      fs.copyFileSync(path.join(folder, f), path.join(bucket, f))
+    }
+    const s = ObjectStore.open(path.join(tmp, 'store'), { create: true, hash: c.hash })
+    try {
+      s.connectRemoteSync('corpus', pathToFileURL(bucket).href)
+      const pulled = s.pullSync('corpus')
+      const info = s.remoteInfoSync('corpus')
+      const objects = s.idsSync().map((id) => [id, s.getSync(id, { verify: true }).toString('hex')])
+      assert.equal(info.objects, objects.length)
+      return {
+        kind: 'remote',
+        hash: info.hash,
+        generation: pulled.generation,
+        packs: info.packs,
+        count: objects.length,
+        objects,
+      }
+    } finally {
+      s.close()
+    }
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true })
+  }
+}
+
+test('every remote corpus case reads as expected', (t) =>
+  walkCases(t, 'remote_cases', readRemoteCase, { valid: 4, invalid: 15 }))

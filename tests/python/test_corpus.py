@@ -1,10 +1,11 @@
 """The golden corpus through the public Python API (tests/corpus/manifest.json,
-whose `_comment` gives the procedure for tree stores, object stores and
-bitables, and the range queries of tests/corpus/README.md). A missing
-corpus fails, never skips."""
+whose `_comment` gives the procedure for tree stores, object stores,
+bitables and remotes, and the range queries of tests/corpus/README.md). A
+missing corpus fails, never skips."""
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,8 @@ CASES = load_cases("cases")
 # Object stores: a directory (its files listed under `files`) or one file.
 OBJECT_CASES = load_cases("object_cases")
 BITABLE_CASES = load_cases("bitable_cases")
+# Remotes: bucket folders (their files listed under `files`).
+REMOTE_CASES = load_cases("remote_cases")
 
 
 def read_case(path):
@@ -81,8 +84,33 @@ def read_bitable(path, want=None):
         }
 
 
+def read_remote(case, tmp):
+    """Copies the remote's folder (a folder bucket keeps working files beside
+    its keys), connects a new store of the remote's hash to the copy by a
+    file:// URL, pulls everything, lists the ids in order and reads each
+    object whole, verified against its id."""
+    bucket = tmp / "bucket"
+    for f in case["files"]:
+        (bucket / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(CORPUS / case["file"] / f, bucket / f)
+    with bale.ObjectStore(tmp / "store", create=True, hash=case["hash"]) as store:
+        store.connect_remote("corpus", bucket.as_uri())
+        pulled = store.pull("corpus")
+        info = store.remote_info("corpus")
+        objects = [[oid, store.get(oid, verify=True).hex()] for oid in store.ids()]
+        assert info.objects == len(objects)
+        return {
+            "kind": "remote",
+            "hash": info.hash,
+            "generation": pulled.generation,
+            "packs": info.packs,
+            "count": len(objects),
+            "objects": objects,
+        }
+
+
 def test_corpus_has_valid_and_invalid_cases():
-    for cases, least in ((CASES, 20), (OBJECT_CASES, 10), (BITABLE_CASES, 20)):
+    for cases, least in ((CASES, 20), (OBJECT_CASES, 10), (BITABLE_CASES, 20), (REMOTE_CASES, 15)):
         assert "missing" not in cases[0], cases[0].get("missing")
         assert len(cases) >= least
         assert any("expect" in c for c in cases) and any("error" in c for c in cases)
@@ -111,6 +139,11 @@ def test_corpus_case(case):
 @pytest.mark.parametrize("case", OBJECT_CASES, ids=[c["id"] for c in OBJECT_CASES])
 def test_corpus_object_case(case):
     check_case(case, read_objects)
+
+
+@pytest.mark.parametrize("case", REMOTE_CASES, ids=[c["id"] for c in REMOTE_CASES])
+def test_corpus_remote_case(case, tmp_path):
+    check_case(case, lambda _: read_remote(case, tmp_path))
 
 
 @pytest.mark.parametrize("case", BITABLE_CASES, ids=[c["id"] for c in BITABLE_CASES])

@@ -8,6 +8,8 @@
 // object whole, verified against its id. Bitable cases (`bitable_cases`):
 // open read-only, read every pair in key order with its value whole, look
 // every key up again, and answer each probe (rank, lower bound, found).
+// Remote cases (`remote_cases`): open the folder over HTTP
+// (RemoteObjects), list the ids in order, read each object whole.
 
 export function hex(bytes) {
   let s = '';
@@ -162,6 +164,40 @@ export function runBitableCorpus(manifest, openCase, expected, keep = false) {
   const read = async (t, c) => readBitable(t, c.expect ? await expected(c) : null);
   const counted = (d) => `${d.count} ${d.count === 1 ? 'pair' : 'pairs'}, ${d.probes.length} probes`;
   return walk(manifest.bitable_cases, openCase, read, expected, counted, keep);
+}
+
+/**
+ * The expected-JSON document of an open remote (RemoteObjects): its hash,
+ * the manifest's generation and live pack count, and every object in id
+ * order (listed in pages), each read whole and verified against its id.
+ */
+export async function readRemote(remote) {
+  const objects = [];
+  let after;
+  for (;;) {
+    const page = remote.list({ after, limit: 7 });
+    if (page.length === 0) break;
+    for (const o of page) objects.push([o.id, hex(await remote.get(o.id))]);
+    after = page[page.length - 1].id;
+  }
+  if (remote.objectCount !== objects.length) throw new Error(`objectCount ${remote.objectCount}, ${objects.length} listed`);
+  return {
+    kind: 'remote',
+    hash: remote.hash,
+    generation: remote.generation,
+    packs: remote.packCount,
+    count: objects.length,
+    objects,
+  };
+}
+
+/**
+ * Runs every remote case (`remote_cases`). `openCase(c)` returns an open
+ * RemoteObjects for case `c` (its folder served over HTTP); `expected(c)`
+ * as for walk().
+ */
+export function runRemoteCorpus(manifest, openCase, expected) {
+  return walk(manifest.remote_cases, openCase, readRemote, expected, (d) => `${d.count} ${d.count === 1 ? 'object' : 'objects'}`);
 }
 
 // Range queries (tests/corpus/README.md): key options are hex in the file,

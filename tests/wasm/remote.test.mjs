@@ -4,7 +4,8 @@
 // every request. Opening, listing, every object byte for byte, ranges
 // across chunk and pack boundaries, per-key presigned URLs through a
 // resolver, what crossed the network, and the errors of damaged, missing
-// and unreadable remotes.
+// and unreadable remotes. And every remote case of the golden corpus
+// (tests/corpus, `remote_cases`), each folder served the same way.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -16,10 +17,12 @@ import { fileURLToPath } from 'node:url';
 
 import { RemoteObjects } from '../../bindings/wasm/js/node.js';
 import { startRangeServer } from '../browser/range-server.mjs';
+import { runRemoteCorpus } from './corpus.js';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const TARGET = process.env.CARGO_TARGET_DIR ? resolve(REPO, process.env.CARGO_TARGET_DIR) : join(REPO, 'target');
 const FIXTURE = process.env.REMOTE_FIXTURE ? resolve(process.env.REMOTE_FIXTURE) : join(TARGET, 'remote-fixture');
+const CORPUS = process.env.CORPUS_DIR ? resolve(process.env.CORPUS_DIR) : join(REPO, 'tests/corpus');
 // A missing fixture fails the run.
 assert.ok(existsSync(join(FIXTURE, 'expected.json')), `${FIXTURE} is missing: run make test-wasm (it writes the fixture)`);
 const expected = JSON.parse(readFileSync(join(FIXTURE, 'expected.json'), 'utf8'));
@@ -40,6 +43,7 @@ before(async () => {
   server = await startRangeServer(
     (path) => {
       for (const p of ['/remote-fixture/', '/signed/', '/token/']) if (path.startsWith(p)) return [p, FIXTURE];
+      if (path.startsWith('/corpus/')) return ['/corpus/', CORPUS];
       return undefined;
     },
     (r) => heard.push(r),
@@ -340,4 +344,23 @@ test('no HEAD request was ever sent', () => {
   assert.ok(heard.length > 50, `${heard.length} requests`);
   const methods = [...new Set(heard.map((q) => q.method))];
   assert.deepEqual(methods, ['GET']);
+});
+
+test('corpus: every remote case opened by URL, listed, and read object by object', async () => {
+  // A missing corpus fails the run.
+  const manifest = JSON.parse(readFileSync(join(CORPUS, 'manifest.json'), 'utf8'));
+  assert.ok(Array.isArray(manifest.remote_cases), 'remote_cases missing from the corpus manifest');
+  const from = heard.length;
+  const results = await runRemoteCorpus(
+    manifest,
+    (c) => RemoteObjects.fromUrl(`${base}/corpus/${c.file}/`),
+    (c) => JSON.parse(readFileSync(join(CORPUS, c.expect), 'utf8')),
+  );
+  assert.deepEqual(results.map((r) => r.id), manifest.remote_cases.map((c) => c.id));
+  assert.deepEqual(results.filter((r) => !r.ok).map((r) => `${r.id}: ${r.detail}`), []);
+  assert.ok(results.filter((r) => r.kind === 'valid').length >= 4 && results.filter((r) => r.kind === 'invalid').length >= 15);
+  // Only GETs, and objects read by ranges of their packs.
+  const asked = heard.slice(from);
+  assert.deepEqual(asked.filter((q) => q.method !== 'GET'), []);
+  assert.ok(asked.some((q) => q.range !== null && q.path.endsWith('.pack')));
 });

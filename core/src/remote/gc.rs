@@ -60,7 +60,7 @@ impl Remote {
 
     fn gc_leased(&self, opts: &GcOptions) -> Result<GcReport> {
         let started = Instant::now();
-        let nonce = crate::objects::random_u64();
+        let nonce = self.nonce();
         let b = self.bucket();
         let mut attempt = 0u32;
         let report = loop {

@@ -33,6 +33,13 @@ pub struct RemoteOptions {
     pub merge_gap: u64,
     /// The most one merged range read takes.
     pub max_range: u64,
+    /// Nonces (a new remote's id, each push's and gc's commit nonce, a
+    /// pack's writer nonce) drawn from this seed instead of at random, so
+    /// that a run writes the same bytes every time (the golden corpus).
+    /// Only for a single writer: two handles with one seed draw the same
+    /// nonces.
+    #[doc(hidden)]
+    pub nonce_seed: Option<u64>,
 }
 
 impl Default for RemoteOptions {
@@ -45,6 +52,7 @@ impl Default for RemoteOptions {
             max_attempts: 40,
             merge_gap: 64 << 10,
             max_range: 16 << 20,
+            nonce_seed: None,
         }
     }
 }
@@ -201,6 +209,8 @@ pub struct Remote {
     bucket: Arc<Counted>,
     cache: Option<RemoteCache>,
     pub options: RemoteOptions,
+    /// Nonces drawn so far from `options.nonce_seed`.
+    nonces_drawn: AtomicU64,
 }
 
 impl Remote {
@@ -214,7 +224,19 @@ impl Remote {
             }),
             cache: None,
             options: RemoteOptions::default(),
+            nonces_drawn: AtomicU64::new(0),
         }
+    }
+
+    /// A writer's nonce: random, or the next one of `options.nonce_seed`
+    /// (splitmix64 over the seed and the count of nonces drawn).
+    pub(crate) fn nonce(&self) -> u64 {
+        let Some(seed) = self.options.nonce_seed else { return crate::objects::random_u64() };
+        let n = self.nonces_drawn.fetch_add(1, Ordering::Relaxed);
+        let mut z = seed.wrapping_add(n.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
     }
 
     /// Keeps the manifest and pack indexes in `cache` between calls.
@@ -244,8 +266,8 @@ impl Remote {
     /// `hash`; joins an existing remote of the same hash.
     pub fn create(&self, hash: HashKind, grace_ms: u64) -> Result<Manifest> {
         let mut id = [0u8; 16];
-        id[..8].copy_from_slice(&crate::objects::random_u64().to_le_bytes());
-        id[8..].copy_from_slice(&crate::objects::random_u64().to_le_bytes());
+        id[..8].copy_from_slice(&self.nonce().to_le_bytes());
+        id[8..].copy_from_slice(&self.nonce().to_le_bytes());
         let m = Manifest::new(id, hash, grace_ms);
         let bytes = m.encode();
         if let Written::Done { etag } = self.bucket.put(MANIFEST_KEY, &bytes, Condition::IfAbsent)? {

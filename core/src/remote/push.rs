@@ -97,7 +97,7 @@ impl Remote {
             )));
         }
         let started = Instant::now();
-        let nonce = crate::objects::random_u64();
+        let nonce = self.nonce();
         let (mut m, mut etag) = self.manifest()?;
         if m.hash != store.hash_kind() {
             return Err(Error::invalid(format!(

@@ -10,7 +10,8 @@
 //! leaves them alone and the runners keep reading them.
 //!
 //! `remote-fixture` writes remotes as folders for the suites that read
-//! them over HTTP (remote_fixture.rs); they are not part of the corpus.
+//! them over HTTP (remote_fixture.rs), with an `expected.json` of their
+//! own; its `remote/` is also the corpus's `remote/v1/remote-blake3`.
 
 mod bitables;
 mod cases;
@@ -18,6 +19,7 @@ mod damage;
 mod objects;
 mod queries;
 mod remote_fixture;
+mod remotes;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -95,6 +97,8 @@ fn build() -> Vec<Output> {
     files.extend(obj_files);
     let (bt_files, bt_entries) = bitables::outputs(PRODUCER);
     files.extend(bt_files);
+    let (remote_files, remote_entries) = remotes::outputs(PRODUCER);
+    files.extend(remote_files);
     let manifest = json!({
         "_comment": concat!(
             "bale golden corpus. Each case names a file. A runner opens it read-only through its public API ",
@@ -111,11 +115,18 @@ fn build() -> Vec<Output> {
             "`bitable_cases` are bitables: a runner opens each read-only (no memory map where that is an option), ",
             "reads every pair in key order with its value whole, then looks every key up and reads its value ",
             "again, and compares with `expect` (sorted [key, value] pairs in hex, plus `probes`: for each probe ",
-            "key, its rank, the first key at or above it and whether it is present) or checks the error code."
+            "key, its rank, the first key at or above it and whether it is present) or checks the error code. ",
+            "`remote_cases` are remotes laid out as folders (a bucket whose keys are paths: `manifest`, ",
+            "`packs/<name>.pack` and `.idx`; `files` lists them, `hash` names the remote's hash): a runner opens ",
+            "each read-only through its public API (its own copy of the folder where its API writes to a bucket), ",
+            "reads the manifest and every pack index, lists the object ids in order, reads each object whole ",
+            "(verified against its id), and compares with `expect` (canonical JSON: `hash`, the manifest's ",
+            "`generation` and live `packs`, [id, content in hex] pairs) or checks the error code."
         ),
         "cases": entries,
         "object_cases": obj_entries,
         "bitable_cases": bt_entries,
+        "remote_cases": remote_entries,
     });
     let mut m = serde_json::to_string_pretty(&manifest).expect("json");
     m.push('\n');
@@ -157,6 +168,8 @@ fn check(dir: &Path) -> std::io::Result<Vec<String>> {
         format!("invalid/objects/{obj}"),
         format!("bitable/v{}", bale::bitable::FORMAT_VERSION),
         format!("invalid/bitable/v{}", bale::bitable::FORMAT_VERSION),
+        format!("remote/v{}", bale::remote::manifest::MANIFEST_VERSION),
+        format!("invalid/remote/v{}", bale::remote::manifest::MANIFEST_VERSION),
     ];
     for sub in subs {
         let mut stack = vec![PathBuf::from(&sub)];

@@ -78,7 +78,7 @@ fn scratch(id: &str) -> PathBuf {
 }
 
 /// Every file below `root`, relative, sorted.
-fn read_tree(root: &Path) -> Vec<(String, Vec<u8>)> {
+pub(crate) fn read_tree(root: &Path) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(d) = stack.pop() {

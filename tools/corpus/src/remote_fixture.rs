@@ -1,9 +1,10 @@
 //! `bale-corpus remote-fixture OUT_DIR`: remotes laid out as folders (a
 //! folder is a bucket whose keys are paths, `FsBucket`), for the suites
-//! that read a remote over HTTP. Not part of the golden corpus: a remote's
-//! id and its packs' nonces are random by design (FORMAT.md, "Remotes"),
-//! so pack names differ from run to run; the objects, their ids and
-//! everything in `expected.json` do not.
+//! that read a remote over HTTP. The remote's id and its writers' nonces,
+//! random by design (FORMAT.md, "Remotes"), are drawn here from fixed
+//! seeds (`RemoteOptions::nonce_seed`), so every run writes the same
+//! bytes: `remote/` is also the golden corpus's `remote/v1/remote-blake3`
+//! (remotes.rs).
 //!
 //! OUT_DIR/remote/      a remote: two pushes, the second in small packs,
 //!                      so that the 2 MB object spans several packs and
@@ -85,30 +86,95 @@ fn opened(dir: &Path) -> std::io::Result<Remote> {
         .with_options(RemoteOptions { threads: 1, ..RemoteOptions::default() }))
 }
 
+/// The chunk sizes of the fixture's store (and of the corpus's remotes).
+pub fn config(hash: HashKind) -> Config {
+    Config {
+        hash,
+        chunk_min: 1024,
+        chunk_avg: 4096,
+        chunk_max: 16384,
+        fanout: 16,
+        store_id: *b"bale remote id\0\x01",
+        ..Config::default()
+    }
+}
+
+/// One push: its objects, the pack size it uses, and the refs it sets
+/// (name, index into its objects).
+pub struct Push<'a> {
+    pub objects: &'a [Vec<u8>],
+    pub pack_target: u64,
+    pub refs: &'a [(&'a str, usize)],
+}
+
+/// What [`push_remote`] made: the scratch store the pushes came from, every
+/// object in id order, and the generation of the last commit.
+pub struct Pushed {
+    pub store: ObjectStore,
+    pub objects: Vec<(ObjectId, Vec<u8>)>,
+    pub generation: u64,
+}
+
+/// Creates a remote in folder `dir` (no pushes: an empty remote) and
+/// pushes each of `pushes` to it from a new store at `scratch`, one
+/// handle per push; the remote's id and every nonce come from `seed`.
+pub fn push_remote(
+    scratch: &Path,
+    dir: &Path,
+    config: Config,
+    pushes: &[Push<'_>],
+    seed: u64,
+) -> std::io::Result<Pushed> {
+    let hash = config.hash;
+    let store = ObjectStore::open(scratch, ObjectOptions { config, ..ObjectOptions::create() }).map_err(io)?;
+    let seeded = |n: u64, pack_target: u64| -> std::io::Result<Remote> {
+        let nonce_seed = Some(seed.wrapping_add(n << 32));
+        Ok(opened(dir)?.with_options(RemoteOptions { pack_target, threads: 1, nonce_seed, ..RemoteOptions::default() }))
+    };
+    seeded(0, 32 << 20)?.create(hash, 24 * 3600 * 1000).map_err(io)?;
+    let mut objects: Vec<(ObjectId, Vec<u8>)> = Vec::new();
+    let mut generation = 0;
+    for (n, p) in pushes.iter().enumerate() {
+        let ids: Vec<ObjectId> = p.objects.iter().map(|d| store.add(d)).collect::<bale::Result<_>>().map_err(io)?;
+        objects.extend(ids.iter().copied().zip(p.objects.iter().cloned()));
+        let refs = p.refs.iter().map(|(name, i)| (name.to_string(), ids[*i])).collect();
+        let opts = PushOptions { refs, ..PushOptions::default() };
+        generation = seeded(n as u64 + 1, p.pack_target)?.push(&store, &opts, &mut |_, _| {}).map_err(io)?.generation;
+    }
+    objects.sort();
+    objects.dedup_by(|a, b| a.0 == b.0);
+    Ok(Pushed { store, objects, generation })
+}
+
+/// Removes the bucket's own working files from folder `dir`, which a web
+/// server need not serve and the corpus does not hold.
+pub fn tidy(dir: &Path) {
+    let _ = std::fs::remove_dir_all(dir.join(".bale-tmp"));
+    let _ = std::fs::remove_file(dir.join(".bale-bucket.lock"));
+}
+
+/// The fixture's remote: [`contents`] in two pushes, the second in packs
+/// of 512 KiB.
+pub fn fixture_remote(scratch: &Path, dir: &Path) -> std::io::Result<Pushed> {
+    let (first, second) = contents();
+    let pushes = [
+        Push { objects: &first, pack_target: 32 << 20, refs: &[] },
+        Push { objects: &second, pack_target: 512 << 10, refs: &[] },
+    ];
+    let pushed = push_remote(scratch, dir, config(HashKind::Blake3), &pushes, 0x7e30_5eed)?;
+    tidy(dir);
+    Ok(pushed)
+}
+
 /// Writes the fixture into `out`, which must not exist or be empty.
 pub fn write(out: &Path) -> std::io::Result<()> {
     if std::fs::read_dir(out).is_ok_and(|mut d| d.next().is_some()) {
         return Err(io(format!("{} is not empty; remove it first", out.display())));
     }
     let scratch = out.join(".store");
-    let config = Config { chunk_min: 1024, chunk_avg: 4096, chunk_max: 16384, fanout: 16, ..Config::default() };
-    let store = ObjectStore::open(&scratch, ObjectOptions { config, ..ObjectOptions::create() }).map_err(io)?;
-    let (first, second) = contents();
     let remote_dir = out.join("remote");
+    let Pushed { store, objects, generation } = fixture_remote(&scratch, &remote_dir)?;
     let remote = opened(&remote_dir)?;
-    remote.create(HashKind::Blake3, 24 * 3600 * 1000).map_err(io)?;
-    let mut objects: Vec<(ObjectId, Vec<u8>)> = Vec::new();
-    let mut generation = 0;
-    for (batch, pack_target) in [(&first, 32u64 << 20), (&second, 512 << 10)] {
-        for data in batch {
-            objects.push((store.add(data).map_err(io)?, data.clone()));
-        }
-        let r =
-            opened(&remote_dir)?.with_options(RemoteOptions { pack_target, threads: 1, ..RemoteOptions::default() });
-        generation = r.push(&store, &PushOptions::default(), &mut |_, _| {}).map_err(io)?.generation;
-    }
-    objects.sort();
-    objects.dedup_by(|a, b| a.0 == b.0);
 
     // Read everything back through the core, as the suites will.
     let (m, index) = remote.known_index().map_err(io)?;
@@ -178,10 +244,8 @@ pub fn write(out: &Path) -> std::io::Result<()> {
     std::fs::write(out.join("expected.json"), s)?;
     drop(store);
     std::fs::remove_dir_all(&scratch)?;
-    // The bucket's own working files, which a web server need not serve.
     for d in [&remote_dir, &damaged_dir, &out.join("garbage")] {
-        let _ = std::fs::remove_dir_all(d.join(".bale-tmp"));
-        let _ = std::fs::remove_file(d.join(".bale-bucket.lock"));
+        tidy(d);
     }
     Ok(())
 }
