@@ -12,7 +12,7 @@ use super::record::{RECORD_HEADER_LEN, RecordHeader, RecordKind};
 use super::staging::PACK_DATA_START;
 use super::staging::check_pack_header;
 use super::store::ObjectStore;
-use super::store::{PACKS_DIR, file_name};
+use super::store::{PACKS_DIR, file_name, pack_name_number};
 use crate::btree::{ReadOps, ReadTxn};
 use crate::error::Result;
 use crate::format::checksum::checksum;
@@ -113,8 +113,8 @@ impl ObjectStore {
         let named = pack_infos(snap)?;
         let (mut files, mut bytes) = (0, 0);
         for name in dir.list(PACKS_DIR)? {
-            let Some(n) = name.strip_suffix(".pack").and_then(|s| s.parse::<u64>().ok()) else { continue };
-            if named.contains_key(&n) || file_name(Area::Pack, n) != format!("{PACKS_DIR}/{name}") {
+            let Some(n) = name.strip_suffix(".pack").and_then(pack_name_number) else { continue };
+            if named.contains_key(&n) {
                 continue;
             }
             let f = dir.open(&file_name(Area::Pack, n), false)?;

@@ -185,7 +185,9 @@ impl ObjectStore {
         let mut unindexed = HashMap::new();
         for sub in [PACKS_DIR, STAGING_DIR] {
             for name in dir.list(sub)? {
-                if !name.ends_with(".pack") {
+                let digits = name.strip_suffix(".pack").unwrap_or_default();
+                let ours = if sub == PACKS_DIR { pack_name_number(digits) } else { staging_name_number(digits) };
+                if ours.is_none() {
                     continue;
                 }
                 match dir.open(&format!("{sub}/{name}"), false) {
