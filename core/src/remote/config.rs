@@ -101,9 +101,19 @@ pub fn open_bucket(c: &RemoteConfig) -> Result<Arc<dyn super::Bucket>> {
         if !path.starts_with('/') && !cfg!(windows) {
             return Err(Error::invalid(format!("{}: a file:// url needs an absolute path (file:///path)", c.url)));
         }
-        return Ok(Arc::new(super::FsBucket::open(path)?));
+        return Ok(Arc::new(super::FsBucket::open(folder_of_file_url(path))?));
     }
     open_s3(c)
+}
+
+/// The folder of a `file://` url's path. On Windows the standard form puts
+/// a slash before the drive (`file:///C:/dir`, as Node's `pathToFileURL`
+/// and Python's `Path.as_uri` write it); the folder is `C:/dir`.
+#[cfg(native_fs)]
+fn folder_of_file_url(path: &str) -> &str {
+    let b = path.as_bytes();
+    let drive = b.len() >= 3 && b[0] == b'/' && b[1].is_ascii_alphabetic() && b[2] == b':';
+    if cfg!(windows) && drive { &path[1..] } else { path }
 }
 
 #[cfg(all(native_fs, feature = "s3"))]
@@ -226,6 +236,19 @@ impl ObjectStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A standard file url of a Windows path (`file:///C:/dir`) names the
+    /// folder `C:/dir`, never `/C:/dir` (the current drive's root, where a
+    /// new empty remote would be made).
+    #[cfg(native_fs)]
+    #[test]
+    fn a_file_url_with_a_drive_never_names_another_folder() {
+        let want = if cfg!(windows) { "C:/store/bucket" } else { "/C:/store/bucket" };
+        assert_eq!(folder_of_file_url("/C:/store/bucket"), want);
+        assert_eq!(folder_of_file_url("/srv/bucket"), "/srv/bucket");
+        assert_eq!(folder_of_file_url("C:\\bucket"), "C:\\bucket");
+        assert_eq!(folder_of_file_url("/"), "/");
+    }
 
     #[test]
     fn configs_round_trip_and_bad_ones_are_refused() {
