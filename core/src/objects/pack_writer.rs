@@ -151,16 +151,7 @@ impl PackWriter {
     }
 
     fn check_failed(&self) -> Result<()> {
-        if self.failed {
-            return Err(Error::new(
-                ErrorKind::Io,
-                format!(
-                    "an earlier write or sync of {} failed, so what followed may not be durable; retry",
-                    file_name(Area::Pack, self.number)
-                ),
-            ));
-        }
-        Ok(())
+        super::staging::refuse_after_failure(self.failed, &file_name(Area::Pack, self.number))
     }
 
     /// Runs a write or sync; a failure poisons the writer.

@@ -193,16 +193,19 @@ impl Staging {
     }
 
     fn check_failed(&self) -> Result<()> {
-        if self.failed {
-            return Err(Error::new(
-                ErrorKind::Io,
-                format!(
-                    "an earlier write or sync of {} failed, so records written since its last sync may be lost; \
-                     the batch is not stored, add it again",
-                    file_name(Area::Staging, self.number)
-                ),
-            ));
-        }
-        Ok(())
+        refuse_after_failure(self.failed, &file_name(Area::Staging, self.number))
     }
+}
+
+/// `IO` once a write or sync of file `name` failed (`failed`): what was
+/// written since its last good sync may be lost, so nothing more is
+/// written to it or called durable.
+pub(crate) fn refuse_after_failure(failed: bool, name: &str) -> Result<()> {
+    if failed {
+        return Err(Error::new(
+            ErrorKind::Io,
+            format!("an earlier write or sync of {name} failed, so what was written since may be lost; add it again"),
+        ));
+    }
+    Ok(())
 }
