@@ -84,6 +84,10 @@ test('a store whose index fell back says so, and validate reports it', async () 
   assert.equal(v.ok, false)
   assert.equal(v.problems[0].code, 'CORRUPT')
   assert.equal(v.unindexedObjects, 1)
+  // The lost object's staging file is kept, and nothing that removes
+  // records runs, until the rebuild.
+  assert.equal(s.packSync().filesKept, 1)
+  assert.throws(() => s.cleanSync(), { code: 'CORRUPT', message: /clean refused/ })
   let rebuilt = true
   try {
     s.rebuildIndexSync()

@@ -602,9 +602,17 @@ def test_an_index_that_fell_back_is_reported(path):
         assert first in s and last not in s
         r = s.validate()
         assert not r.ok and r.problems[0].code == "CORRUPT" and r.unindexed_objects == 1
+        # The lost object's staging file is kept, and nothing that removes
+        # records runs, until the rebuild.
+        assert s.pack().files_kept == 1
+        with pytest.raises(bale.CorruptError, match="clean refused"):
+            s.clean()
+        with pytest.raises(bale.CorruptError, match="repack refused"):
+            s.repack()
     with pytest.warns(RuntimeWarning):
         s = bale.ObjectStore(path)
     with s:
+        assert s.index_warning is not None
         s.rebuild_index()
         assert s.index_warning is None and last in s and s.validate().ok
 

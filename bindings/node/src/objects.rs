@@ -151,11 +151,12 @@ impl Objects {
         self.handle.is_closed()
     }
 
-    /// Set when the index, as the store was opened, may have fallen back
-    /// to an earlier commit (a damaged meta slot): acknowledged objects may
-    /// then be missing from it though their records are in the packs
-    /// (`validate` reports it; `rebuildIndex` recovers them). Null once
-    /// closed.
+    /// Set when the index may have fallen back to an earlier commit (a
+    /// damaged meta slot): acknowledged objects may then be missing from it
+    /// though their records are in the packs or staging files (`validate`
+    /// reports it; `rebuildIndex` recovers them and clears it; until then
+    /// `pack` keeps staging files, and `clean` and `repack` refuse). Null
+    /// once closed.
     #[napi(getter)]
     pub fn index_warning(&self) -> Option<String> {
         self.handle.store().ok().and_then(|s| s.index_warning())

@@ -552,9 +552,10 @@ impl ObjectStore {
         Ok(self.store()?.hash_kind().name().to_string())
     }
 
-    /// Set when the index, as the store was opened, may have fallen back
-    /// to an earlier commit (a damaged meta slot): acknowledged objects may
-    /// then be missing from it though their records are in the packs.
+    /// Set when the index may have fallen back to an earlier commit (a
+    /// damaged meta slot): acknowledged objects may then be missing from it
+    /// though their records are in the packs or staging files, until the
+    /// index is rebuilt.
     #[wasm_bindgen(getter, js_name = indexWarning)]
     pub fn index_warning(&self) -> Result<Option<String>, BaleError> {
         Ok(self.store()?.index_warning())

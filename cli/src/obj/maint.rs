@@ -217,6 +217,12 @@ fn pack_report(ctx: &Ctx, verb: &str, path: &Path, r: &bale::objects::PackReport
     if r.entries_dropped > 0 {
         line.push_str(&format!(", {} unused chunk entries dropped", grouped(r.entries_dropped)));
     }
+    if r.files_kept > 0 {
+        line.push_str(&format!(
+            "; {} staging files kept until the index is rebuilt (it may have fallen back)",
+            grouped(r.files_kept)
+        ));
+    }
     if r.files_in_use > 0 {
         line.push_str(&format!("; {} staging files still in use, left for later", grouped(r.files_in_use)));
     }

@@ -20,6 +20,7 @@ impl ObjectStore {
                 self.drop_unreachable()?;
                 return Ok(report);
             };
+            self.refuse_on_fallback("clean")?;
             let packed = self.pack_locked(&*dir, &mut |_, _| {})?;
             report.files_removed += packed.files_removed;
             report.bytes_freed += packed.bytes_freed;

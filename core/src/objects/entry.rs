@@ -14,6 +14,11 @@ pub const KEY_ENTRY: u8 = b'o';
 pub const KEY_PACK: u8 = b'p';
 pub const KEY_RECORD: u8 = b'r';
 pub const KEY_CONFIG: &[u8] = b"config";
+/// Directory stores: set when a writable handle found that the index may
+/// have fallen back to an earlier commit; its value is the warning (UTF-8).
+/// Until `rebuild_index` writes an index without it, no staging file or
+/// pack is removed, since their records may be objects the index lost.
+pub const KEY_FALLBACK: &[u8] = b"fallback";
 
 /// The entry is a stored object (listed, gettable).
 pub const FLAG_OBJECT: u8 = 1;

@@ -10,6 +10,7 @@ pub mod config;
 pub mod dir;
 mod dos_import;
 pub mod entry;
+mod fallback;
 pub mod hash;
 mod inspect;
 mod leftover;

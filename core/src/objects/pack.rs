@@ -117,6 +117,9 @@ impl ObjectStore {
             }
             let snap = self.inner.index.read()?;
             let live = self.live_in(&snap)?;
+            // Records of objects an index that fell back lost are in these
+            // files, indistinguishable from garbage: keep every file.
+            let keep_files = self.fallback(&snap)?.is_some();
             let mut out = PackOut::open(self, &snap, &live, &mut report)?;
             for (n, f) in held {
                 let name = file_name(Area::Staging, n);
@@ -134,6 +137,10 @@ impl ObjectStore {
                 }
                 out.commit(self)?;
                 drop(f);
+                if keep_files {
+                    report.files_kept += 1;
+                    continue;
+                }
                 remove_if_present(dir, &name)?;
                 self.forget_file(Area::Staging, n);
                 dir.sync_dir(STAGING_DIR)?;
@@ -214,6 +221,7 @@ impl ObjectStore {
     pub fn repack(&self, compression: Option<Compression>, progress: Progress<'_>) -> Result<PackReport> {
         self.exclusive(|| {
             let Some(dir) = self.inner.dir.clone() else { return self.repack_single_file(compression) };
+            self.refuse_on_fallback("repack")?;
             match compression {
                 Some(c) => self.set_compression(c).and_then(|_| self.repack_locked(&*dir, compression, progress)),
                 None => self.repack_locked(&*dir, compression, progress),

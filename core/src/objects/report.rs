@@ -56,6 +56,10 @@ macro_rules! object_reports {
                 bytes_moved,
                 #[doc = " Staging files left alone because a writer still holds them."]
                 files_in_use,
+                #[doc = " Staging files packed but kept, because the index may have fallen"]
+                #[doc = " back (see `index_warning`): their other records may be objects"]
+                #[doc = " it lost, which `rebuild_index` recovers from them."]
+                files_kept,
                 #[doc = " Index entries dropped because nothing refers to them any more."]
                 entries_dropped,
                 #[doc = " Bytes the store's files shrank by."]
@@ -168,7 +172,7 @@ mod tests {
     fn fields_follow_the_list() {
         let r = PackReport { files_removed: 1, bytes_freed: 6, ..PackReport::default() };
         assert_eq!(r.fields()[0], ("files_removed", 1));
-        assert_eq!(r.fields()[5], ("bytes_freed", 6));
+        assert_eq!(r.fields()[6], ("bytes_freed", 6));
         assert_eq!(ObjectStats::default().fields().len(), 11);
         assert_eq!(CleanReport::default().fields().map(|f| f.0)[3], "index_bytes_after");
     }

@@ -90,7 +90,7 @@ pub(crate) struct Inner {
     awaiting_rebuild: AtomicBool,
     /// What the index's meta slots said at open of commits it may have
     /// lost ([`ObjectStore::index_warning`]).
-    index_warning: Mutex<Option<String>>,
+    pub(super) index_warning: Mutex<Option<String>>,
     /// Pack files no commit names that were kept because some of their
     /// records are stored nowhere else, with their length then: not read
     /// again by every packer and bulk add of this handle until they change.
@@ -343,45 +343,6 @@ impl ObjectStore {
             }),
         }
         .with_index_warning()
-    }
-
-    fn with_index_warning(self) -> ObjectStore {
-        // A store whose slots cannot be read fails on its first call anyway.
-        *guard(&self.inner.index_warning) = self.lost_commits().unwrap_or(None);
-        self
-    }
-
-    /// Set when the index, as the store was opened, had a damaged meta
-    /// slot beside the one in use: it may have fallen back to an earlier
-    /// commit (damage to its newest one, or a crash while that was
-    /// written), and then objects acknowledged after it are missing from
-    /// it although their records are still in the packs or staging files.
-    /// `validate` reports the same; `rebuild_index` recovers them and
-    /// clears this.
-    pub fn index_warning(&self) -> Option<String> {
-        guard(&self.inner.index_warning).clone()
-    }
-
-    /// The index's meta slots checked against the commit in use: a
-    /// message when one is damaged or blank past commit 0.
-    pub(crate) fn lost_commits(&self) -> Result<Option<String>> {
-        let index = &self.inner.index;
-        let in_use = index.read()?.snapshot().meta;
-        for (i, state) in index.meta_slots()?.iter().enumerate() {
-            let Some(problem) = crate::btree::meta::slot_problem(state, i as u64 + 1, &in_use) else { continue };
-            let (what, hint) = match &self.inner.dir {
-                Some(d) => (
-                    format!("{}/{INDEX_NAME}", d.display()),
-                    "run `bale obj validate`; `bale obj repair --rebuild-index` recovers them from the packs",
-                ),
-                None => ("the store file".to_string(), "run `bale obj validate` and `bale check`"),
-            };
-            return Ok(Some(format!(
-                "{what}: {problem}; objects acknowledged after commit {} may be missing from the index: {hint}",
-                in_use.txn
-            )));
-        }
-        Ok(None)
     }
 
     pub fn config(&self) -> &Config {

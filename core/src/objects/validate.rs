@@ -74,13 +74,16 @@ impl ObjectStore {
             self.check_layout(&snap, &entries, &mut report)?;
             scanned = self.count_unindexed(&snap, &mut report)?;
         }
+        let marked = self.fallback(&snap)?;
         drop(snap);
         // A lost commit is a problem when objects may be missing: some
         // object's records have no entry, or the files were not scanned.
         // When every intact object record is indexed, nothing was lost that
         // the store still holds (a crash while the commit was written, or
-        // damage to the older slot).
-        if let Some(w) = self.lost_commits()?.filter(|_| !scanned || report.unindexed_objects > 0) {
+        // damage to the older slot). A recorded one stays a problem until
+        // the rebuild, as it stops the removal of files.
+        let lost = || self.lost_commits().map(|w| w.filter(|_| !scanned || report.unindexed_objects > 0));
+        if let Some(w) = marked.map_or_else(lost, |w| Ok(Some(w)))? {
             let found = match report.unindexed_objects {
                 0 => String::new(),
                 n => format!(" ({n} objects have records in the packs or staging files but no index entry)"),

@@ -480,8 +480,10 @@ class ObjectStore:
     def index_warning(self) -> str | None:
         """Set when the index may have fallen back to an earlier commit
         (a damaged meta slot): acknowledged objects may be missing from it
-        though their records are in the packs. Opening such a store also
-        issues a RuntimeWarning."""
+        though their records are in the packs or staging files. Opening such
+        a store also issues a RuntimeWarning. It stays until `rebuild_index`
+        recovers them; until then `pack` keeps staging files, and `clean`
+        and `repack` raise `CorruptError`."""
     @property
     def config(self) -> ObjectConfig: ...
     def add(self, data: Buffer) -> str: ...
@@ -716,6 +718,9 @@ class PackReport:
     @property
     def files_in_use(self) -> int:
         """Staging files left alone because a writer still holds them."""
+    @property
+    def files_kept(self) -> int:
+        """Staging files packed but kept until `rebuild_index`: the index may have fallen back."""
     @property
     def entries_dropped(self) -> int: ...
     @property
