@@ -38,7 +38,11 @@ demo: deps
 	@$(MAKE) -s $(PY_VENV)/.s3-deps >/dev/null 2>&1 || echo "demo: moto could not be installed; the remote step will use a folder"
 	DEMO_S3_PYTHON=$(abspath $(PY_VENV))/bin/python ./scripts/demo.sh $${CARGO_TARGET_DIR:-target}/release/bale
 
-test: deps lint corpus-check test-rust test-posix-locks check-macos $(BINDING_TESTS) $(PLATFORM_TESTS)
+# Every suite, one stage after the other, then a table of the seconds each
+# took (scripts/stages.sh).
+TEST_STAGES = deps lint corpus-check test-rust test-posix-locks check-macos $(BINDING_TESTS) $(PLATFORM_TESTS)
+test:
+	@scripts/stages.sh "$(MAKE)" $(TEST_STAGES)
 
 # Regenerates the current-version corpus in memory and fails on any byte of drift.
 corpus-check:
