@@ -25,7 +25,7 @@ endif
 BINDING_TESTS :=
 include $(wildcard make/*.mk)
 
-.PHONY: demo test test-rust test-posix-locks check-macos lint corpus-check corpus crash-long bench bench-percall bench-objects bench-bitable bench-inspector bench-remote deps
+.PHONY: demo test test-long test-rust test-posix-locks check-macos lint corpus-check corpus crash-long bench bench-percall bench-objects bench-bitable bench-inspector bench-remote deps
 
 deps:
 	@command -v cargo >/dev/null || { echo "cargo is missing: install rustup (https://rustup.rs)"; exit 1; }
@@ -38,11 +38,24 @@ demo: deps
 	@$(MAKE) -s $(PY_VENV)/.s3-deps >/dev/null 2>&1 || echo "demo: moto could not be installed; the remote step will use a folder"
 	DEMO_S3_PYTHON=$(abspath $(PY_VENV))/bin/python ./scripts/demo.sh $${CARGO_TARGET_DIR:-target}/release/bale
 
+# The seed of the sampled sweeps (core/tests/support/sample.rs): taken
+# from the commit, so that each commit tries other cases; set it to replay
+# a run's cases.
+export BALE_TEST_SEED ?= $(shell git rev-parse --short=16 HEAD 2>/dev/null)
+
 # Every suite, one stage after the other, then a table of the seconds each
 # took (scripts/stages.sh).
 TEST_STAGES = deps lint corpus-check test-rust test-posix-locks check-macos $(BINDING_TESTS) $(PLATFORM_TESTS)
 test:
+	@echo "sampled sweeps: BALE_TEST_SEED=$(BALE_TEST_SEED) (set it to replay them; make test-long runs every case)"
 	@scripts/stages.sh "$(MAKE)" $(TEST_STAGES)
+
+# Every case of the sampled sweeps: each bad-file sweep cuts every table
+# and store at every length and flips every bit on every backend (a
+# release build, as the cases number in the millions); then crash-long.
+test-long:
+	BALE_TEST_LONG=1 $(CARGO) test --release --locked -p bale --test badfiles --test bitable_badfiles -- --nocapture
+	$(MAKE) crash-long
 
 # Regenerates the current-version corpus in memory and fails on any byte of drift.
 corpus-check:

@@ -15,12 +15,18 @@
 //! size plus 64 MiB. After a child dies the parent starts a new one at the
 //! next case.
 //!
-//! Truncation covers every byte length of a small store (over 20 pages) on
-//! every backend. Bit flips cover every bit of the header, every bit of the
-//! fields (the first 128 bytes in memory, 64 on disk) and of the checksum
-//! trailer of both meta pages, and a seeded sample of the other meta bits
-//! (1,000 per page in memory, 200 per page on disk). `BALE_BADFILES_FULL=1`
-//! flips every bit of both meta pages on every backend.
+//! Truncation covers every byte length of a small store (over 20 pages) in
+//! memory; on disk, every length of its first 512 bytes (the header), every
+//! page boundary and the bytes either side, and 2,000 lengths drawn from the
+//! run's seed (support/sample.rs). Bit flips cover every bit of the header,
+//! every bit of the fields (the first 128 bytes in memory, 64 on disk) and
+//! of the checksum trailer of both meta pages, and a seeded sample of the
+//! other meta bits (1,000 per page in memory, 200 per page on disk).
+//! `BALE_TEST_LONG=1` cuts at every length and flips every bit of both
+//! meta pages on every backend.
+//!
+//! Windows builds run the disk backends only: the memory sweeps are the
+//! same computation as on Linux.
 
 use std::collections::BTreeSet;
 use std::fs::OpenOptions;
@@ -39,6 +45,8 @@ use bale::{ErrorKind, Options, ReadOps, Store};
 mod counting_alloc;
 #[path = "support/guard.rs"]
 mod guard;
+#[path = "support/sample.rs"]
+mod sample;
 use guard::{MIB, Run, Tally, heap_bound, measured, say};
 
 #[global_allocator]
@@ -304,7 +312,10 @@ enum Backend {
     File { mmap: bool },
 }
 
+#[cfg(not(windows))]
 const BACKENDS: [Backend; 3] = [Backend::Mem, Backend::File { mmap: false }, Backend::File { mmap: true }];
+#[cfg(windows)]
+const BACKENDS: [Backend; 2] = [Backend::File { mmap: false }, Backend::File { mmap: true }];
 
 /// Runs cases against one backend: in memory each case gets its own bytes;
 /// on disk one file is modified in place and restored.
@@ -391,14 +402,15 @@ fn report(name: &str, backend: Backend, t: &Tally) {
     );
 }
 
-fn assert_clean(name: &str, tallies: &[Tally]) {
+fn assert_clean(name: &str, tallies: &[Tally], test: &str) {
     let failed: u64 = tallies.iter().map(|t| t.failed).sum();
     let failures: Vec<&String> = tallies.iter().flat_map(|t| t.failures.iter()).collect();
     assert!(
         failed == 0,
-        "{name}: {failed} failures, the first {}:\n{}",
+        "{name}: {failed} failures, the first {}:\n{}\n{}",
         failures.len(),
-        failures.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n")
+        failures.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n"),
+        sample::replay("badfiles", test)
     );
 }
 
@@ -457,7 +469,8 @@ fn fixture_of(set: Set) -> Fixture {
 
 fn cases_of(set: Set, backend: Backend, fx: &Fixture) -> Vec<Case> {
     match set {
-        Set::Truncation => (0..=fx.bytes.len())
+        Set::Truncation => truncations(backend, fx.bytes.len())
+            .into_iter()
             .rev()
             .map(|len| Case {
                 label: format!("{backend:?} truncated to {len}"),
@@ -474,6 +487,20 @@ fn cases_of(set: Set, backend: Backend, fx: &Fixture) -> Vec<Case> {
             .map(|what| Case { label: what.to_string(), damage: Damage::Patch(0, Vec::new()), expect: Expect::Latest })
             .collect(),
     }
+}
+
+/// The lengths that cut a file's header, each tried on every backend.
+const HEADER_CUTS: usize = 512;
+
+/// The lengths to cut a file of `len` bytes to (ascending): every one in
+/// memory; on disk, those that cut the header, each page boundary
+/// and the bytes either side, the whole length, and a seeded sample.
+fn truncations(backend: Backend, len: usize) -> Vec<usize> {
+    if let Backend::Mem = backend {
+        return (0..=len).collect();
+    }
+    let edges = (PS..=len).step_by(PS).flat_map(|b| [b - 1, b, b + 1]);
+    sample::pick(len + 1, 2000, backend_seed(backend), (0..HEADER_CUTS).chain(edges).chain([len]))
 }
 
 /// Truncation lengths short of what the latest meta counts must fail; the
@@ -496,22 +523,23 @@ fn truncated_file_never_hangs_or_overallocates() {
         report("truncation", *backend, &run.tally);
         tallies.push(run.tally);
     }
+    let total: u64 = tallies.iter().map(|t| t.cases).sum();
     println!(
-        "R9 truncation: every length 0..={} of a {}-page store ({} pages counted by its meta), {} cases per backend, {} in all, in {:.1} s; address space limited to {}",
+        "R9 truncation: lengths 0..={} of a {}-page store ({} pages counted by its meta), every one in memory and a sample on disk (seed {:x}), {total} cases in all, in {:.1} s; address space limited to {}",
         fx.bytes.len(),
         fx.bytes.len() / PS,
         fx.meta_pages,
-        fx.bytes.len() + 1,
-        3 * (fx.bytes.len() + 1),
+        sample::seed(),
         started.elapsed().as_secs_f64(),
         as_limit_text(fx.bytes.len()),
     );
     assert!(fx.bytes.len() >= 20 * PS, "the truncated store has only {} bytes", fx.bytes.len());
     assert!(fx.bytes.len() as u64 > fx.meta_pages * PS as u64, "the store has no bytes past its last commit");
-    assert_clean("truncation", &tallies);
-    let intact = (fx.bytes.len() as u64 + 1).saturating_sub(fx.meta_pages * PS as u64);
+    assert_clean("truncation", &tallies, NAME);
     for (backend, t) in BACKENDS.iter().zip(&tallies) {
-        assert_eq!(t.cases, fx.bytes.len() as u64 + 1, "{backend:?}: not every length ran");
+        let lengths = truncations(*backend, fx.bytes.len());
+        let intact = lengths.iter().filter(|&&l| l as u64 >= fx.meta_pages * PS as u64).count() as u64;
+        assert_eq!(t.cases, lengths.len() as u64, "{backend:?}: not every length ran");
         assert_eq!(t.correct, intact, "{backend:?}: intact truncations that did not read back");
     }
 }
@@ -546,8 +574,8 @@ fn backend_seed(backend: Backend) -> u64 {
 }
 
 fn bit_flip_cases(backend: Backend, fx: &Fixture) -> Vec<Case> {
-    let full = std::env::var("BALE_BADFILES_FULL").is_ok();
-    let mut rng = SimRng::new(0xF11B + backend_seed(backend));
+    let full = sample::long();
+    let mut rng = SimRng::new(sample::seed() ^ (0xF11B + backend_seed(backend)));
     let bits = match backend {
         _ if full => flip_bits(0, None, &mut rng),
         Backend::Mem => flip_bits(128, Some(1000), &mut rng),
@@ -587,7 +615,7 @@ fn single_bit_flips_in_header_and_meta_pages() {
     }
     let total: u64 = tallies.iter().map(|t| t.cases).sum();
     println!("R9 bit flips: {total} single-bit flips over the header and both meta pages");
-    assert_clean("bit flips", &tallies);
+    assert_clean("bit flips", &tallies, NAME);
     // Every bit is checksummed: a flip in the header must be refused and a
     // flip in a meta slot must make the store fall back or fail.
     for t in &tallies {
@@ -636,7 +664,7 @@ fn garbage_over_whole_pages() {
         assert!(run.tally.errors > 0, "{backend:?}: no garbage page was ever noticed");
         tallies.push(run.tally);
     }
-    assert_clean("garbage pages", &tallies);
+    assert_clean("garbage pages", &tallies, NAME);
 }
 
 // Hostile files: pages and metas rewritten with valid checksums, so the
@@ -943,7 +971,7 @@ fn hostile_pages_with_valid_checksums() {
     let run = run_guarded(NAME, Set::Hostile, Backend::Mem, HANG);
     let t = &run.tally;
     println!("R9 hostile pages: {} resealed page and meta mutations, {} failures", t.cases, t.failed);
-    assert_clean("hostile pages", std::slice::from_ref(t));
+    assert_clean("hostile pages", std::slice::from_ref(t), NAME);
     assert_eq!(t.cases, HOSTILE_PAGE_CASES + HOSTILE_META_CASES);
     assert_eq!(run.cases as u64, t.cases);
 }
@@ -1002,7 +1030,7 @@ fn huge_large_value_length_does_not_abort() {
     }
     let run = run_guarded(NAME, Set::HugeLargeValue, Backend::Mem, HANG);
     assert!(run.tally.cases >= 3, "{} cases", run.tally.cases);
-    assert_clean("huge large value", std::slice::from_ref(&run.tally));
+    assert_clean("huge large value", std::slice::from_ref(&run.tally), NAME);
 }
 
 /// The guards themselves: a case that hangs, one that allocates past R7's

@@ -18,11 +18,16 @@
 //! Cases run in child processes (support/guard.rs): a case that hangs,
 //! aborts or grows the heap past R7's bound (twice the file + 64 MiB) is
 //! a failure. Every sweep runs in memory (positioned reads) and from a
-//! file with and without a memory map. Tables up to 64 KiB are cut at every
-//! length, larger ones at every length of their first and last two pages,
-//! around every page boundary and at 2,000 other lengths;
-//! `BALE_BADFILES_FULL=1` cuts every table at every length and flips every
-//! bit of every table instead of a sample.
+//! file with and without a memory map. In memory, tables up to 64 KiB are
+//! cut at every length, larger ones at every length of their first and
+//! last two pages, around every page boundary and at 2,000 other lengths;
+//! from a file, at every length of their first 512 bytes, around every
+//! page boundary and at 300 other lengths. The samples are drawn from the
+//! run's seed (support/sample.rs); `BALE_TEST_LONG=1` cuts every table at
+//! every length and flips every bit of every table instead.
+//!
+//! Windows builds run the file backends only: the memory sweeps are the
+//! same computation as on Linux.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::fs::OpenOptions as FsOpen;
@@ -46,6 +51,8 @@ mod bytes;
 mod guard;
 #[path = "support/bitable_hostile.rs"]
 mod hostile;
+#[path = "support/sample.rs"]
+mod sample;
 #[path = "support/bitable_walk.rs"]
 mod walk;
 
@@ -132,7 +139,10 @@ enum Backend {
     Mmap,
 }
 
+#[cfg(not(windows))]
 const BACKENDS: [Backend; 3] = [Backend::Mem, Backend::File, Backend::Mmap];
+#[cfg(windows)]
+const BACKENDS: [Backend; 2] = [Backend::File, Backend::Mmap];
 
 fn backend_named(n: &str) -> Backend {
     *BACKENDS.iter().find(|b| format!("{b:?}") == n).expect("backend")
@@ -181,12 +191,12 @@ enum Set {
 const SETS: [Set; 5] = [Set::Truncation, Set::HeaderFlips, Set::Flips, Set::Hostile, Set::GuardSelfTest];
 
 fn full() -> bool {
-    std::env::var("BALE_BADFILES_FULL").is_ok()
+    sample::long()
 }
 
 fn cases_of(set: Set, backend: Backend, fxs: &[Fixture]) -> Vec<Case> {
     let mut out = Vec::new();
-    let mut rng = SimRng::new(0xF11B + backend as u64);
+    let mut rng = SimRng::new(sample::seed() ^ (0xF11B + backend as u64));
     for (i, fx) in fxs.iter().enumerate() {
         let len = fx.bytes.len();
         let case = |label: String, damage: Damage, expect: Expect| Case {
@@ -200,7 +210,7 @@ fn cases_of(set: Set, backend: Backend, fxs: &[Fixture]) -> Vec<Case> {
             Set::Truncation => {
                 out.push(case("with 1000 bytes past its end".into(), Damage::Extend(1000), Expect::Exact));
                 out.push(case(format!("at its length {len}"), Damage::Truncate(len), Expect::Exact));
-                for l in truncations(len, Shape::of(&fx.bytes).ps, &mut rng).into_iter().rev() {
+                for l in truncations(backend, len, Shape::of(&fx.bytes).ps, &mut rng).into_iter().rev() {
                     out.push(case(format!("cut to {l}"), Damage::Truncate(l), Expect::Refused));
                 }
             }
@@ -243,11 +253,17 @@ fn cases_of(set: Set, backend: Backend, fxs: &[Fixture]) -> Vec<Case> {
     out
 }
 
-/// Lengths to cut a file of `len` bytes to, ascending: every one when the
-/// file is small or `BALE_BADFILES_FULL` is set; otherwise every length of
-/// the first and last two pages, every page boundary and the bytes either
-/// side of it, and 2,000 others.
-fn truncations(len: usize, ps: usize, rng: &mut SimRng) -> Vec<usize> {
+/// Lengths to cut a file of `len` bytes to, ascending. From a file: every
+/// length of the first 512 bytes, every page boundary and the bytes either
+/// side of it, the last length, and a seeded sample of 300 others. In
+/// memory: every one when the table is small or under `BALE_TEST_LONG`;
+/// otherwise every length of the first and last two pages, every page
+/// boundary and the bytes either side of it, and 2,000 others.
+fn truncations(backend: Backend, len: usize, ps: usize, rng: &mut SimRng) -> Vec<usize> {
+    if backend != Backend::Mem {
+        let edges = (ps..len).step_by(ps).flat_map(|b| [b - 1, b, b + 1]);
+        return sample::pick(len, 300, rng.next_u64(), (0..512).chain(edges).chain([len - 1]));
+    }
     if full() || len <= 64 << 10 {
         return (0..len).collect();
     }
@@ -454,7 +470,7 @@ fn sweep(test: &str, set: Set) -> Vec<(Backend, guard::Run)> {
     })
 }
 
-fn assert_clean(name: &str, runs: &[(Backend, guard::Run)]) {
+fn assert_clean(name: &str, runs: &[(Backend, guard::Run)], test: &str) {
     for (b, r) in runs {
         let t = &r.tally;
         println!(
@@ -466,9 +482,10 @@ fn assert_clean(name: &str, runs: &[(Backend, guard::Run)]) {
     let failures: Vec<&String> = runs.iter().flat_map(|(_, r)| r.tally.failures.iter()).collect();
     assert!(
         failed == 0,
-        "{name}: {failed} failures, the first {}:\n{}",
+        "{name}: {failed} failures, the first {}:\n{}\n{}",
         failures.len(),
-        failures.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n")
+        failures.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n"),
+        sample::replay("bitable_badfiles", test)
     );
     for (b, r) in runs {
         assert_eq!(r.tally.cases, r.cases as u64, "{name} [{b:?}]: not every case ran");
@@ -481,7 +498,7 @@ fn truncated_tables_are_refused() {
         return;
     }
     let runs = sweep("truncated_tables_are_refused", Set::Truncation);
-    assert_clean("truncation", &runs);
+    assert_clean("truncation", &runs, "truncated_tables_are_refused");
     let fxs = fixtures();
     for (b, r) in &runs {
         assert_eq!(r.tally.correct, 2 * fxs.len() as u64, "{b:?}: intact lengths that did not read back");
@@ -494,7 +511,7 @@ fn bit_flips_in_header_and_meta_are_refused() {
         return;
     }
     let runs = sweep("bit_flips_in_header_and_meta_are_refused", Set::HeaderFlips);
-    assert_clean("header and meta bit flips", &runs);
+    assert_clean("header and meta bit flips", &runs, "bit_flips_in_header_and_meta_are_refused");
     for (b, r) in &runs {
         assert_eq!(r.tally.cases, (NAMES.len() * HEADER_END * 8) as u64, "{b:?}");
     }
@@ -506,7 +523,7 @@ fn bit_flips_in_pages_and_values_never_read_wrong() {
         return;
     }
     let runs = sweep("bit_flips_in_pages_and_values_never_read_wrong", Set::Flips);
-    assert_clean("bit flips", &runs);
+    assert_clean("bit flips", &runs, "bit_flips_in_pages_and_values_never_read_wrong");
     for (b, r) in &runs {
         assert!(r.tally.errors > r.tally.cases / 2, "{b:?}: most flips should be noticed");
     }
@@ -518,7 +535,7 @@ fn hostile_pages_are_reported_by_check() {
         return;
     }
     let runs = sweep("hostile_pages_are_reported_by_check", Set::Hostile);
-    assert_clean("hostile pages", &runs);
+    assert_clean("hostile pages", &runs, "hostile_pages_are_reported_by_check");
     for (b, r) in &runs {
         assert!(r.cases > 300, "{b:?}: only {} hostile cases", r.cases);
     }
