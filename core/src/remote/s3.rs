@@ -114,6 +114,9 @@ impl S3Bucket {
             // Without this, object_store would ask an EC2 metadata service.
             None => builder.with_skip_signature(true),
         };
+        // The TLS of reqwest takes the process's default rustls provider:
+        // ring, installed once (one a host installed before stays).
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let store = builder.build().map_err(|e| {
             Error::invalid(format!("cannot set up the S3 client for {location}: {}", redact.scrub(&e.to_string())))
         })?;
