@@ -799,8 +799,21 @@ describe('calls of one handle at once', () => {
   test('maintenance is LOCKED while a write of the same handle is pending', async () => {
     const s = fresh()
     const old = s.addSync('old')
-    // Calls claim the handle when they are made: the add below is pending
-    // (or running) on the pool, so maintenance of this handle refuses.
+    // Calls claim the handle when they are made. A stream add holds it
+    // until its source ends, which this test decides: an add that ran on
+    // the pool could end (and free the handle) at any await below.
+    let started, release
+    const begun = new Promise((resolve) => (started = resolve))
+    const gate = new Promise((resolve) => (release = resolve))
+    const streaming = s.addStream(
+      (async function* () {
+        yield Buffer.from('first ')
+        started()
+        await gate
+        yield Buffer.from('last')
+      })(),
+    )
+    await begun
     const adding = s.add(pattern(100_000, 41))
     const bulk = s.addMany(['x', 'y'])
     assert.throws(() => s.deleteSync(old), code('LOCKED'))
@@ -810,7 +823,9 @@ describe('calls of one handle at once', () => {
     // Reads and other writes go on meanwhile.
     assert.equal(s.getSync(old).toString(), 'old')
     const more = s.addSync('more')
-    const [id] = await Promise.all([adding, bulk])
+    release()
+    const [id, , streamed] = await Promise.all([adding, bulk, streaming])
+    assert.equal(s.getSync(streamed).toString(), 'first last')
     assert.equal(s.deleteSync([old, more]), 2)
     assert.ok(s.hasSync(id))
     // Two maintenance calls of one handle do not run at once either.
