@@ -312,8 +312,10 @@ enum Backend {
     File { mmap: bool },
 }
 
+const ALL_BACKENDS: [Backend; 3] = [Backend::Mem, Backend::File { mmap: false }, Backend::File { mmap: true }];
+/// Those the sweeps run on (the others run a few memory-only sets).
 #[cfg(not(windows))]
-const BACKENDS: [Backend; 3] = [Backend::Mem, Backend::File { mmap: false }, Backend::File { mmap: true }];
+const BACKENDS: [Backend; 3] = ALL_BACKENDS;
 #[cfg(windows)]
 const BACKENDS: [Backend; 2] = [Backend::File { mmap: false }, Backend::File { mmap: true }];
 
@@ -857,7 +859,7 @@ fn as_limit_text(file_len: usize) -> String {
 fn child_dispatch() -> bool {
     let Some((set, backend, start)) = guard::child_request() else { return false };
     let set = SETS.iter().copied().find(|s| format!("{s:?}") == set).expect("set");
-    let backend = BACKENDS.iter().copied().find(|&b| backend_name(b) == backend).expect("backend");
+    let backend = ALL_BACKENDS.iter().copied().find(|&b| backend_name(b) == backend).expect("backend");
     sweep_child(set, backend, start);
     true
 }
