@@ -67,8 +67,7 @@ corpus:
 
 lint:
 	$(CARGO) fmt --all --check
-	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
-	$(CARGO) clippy -p bale --features s3-server-tests --all-targets --locked -- -D warnings
+	$(CARGO) clippy --workspace --all-targets --features bale/s3-server-tests --locked -- -D warnings
 
 # The binding crates have no Rust tests of their own; their host suites
 # build them (see make/*.mk).

@@ -38,13 +38,13 @@ NODE_WIN_SUITES := $(filter-out tests/node/packages.test.mjs,$(sort $(wildcard t
 
 PLATFORM_TESTS += test-node-windows
 
-$(NODE_WIN_LIBNODE): | windows-tools
+$(NODE_WIN_LIBNODE): | windows-build-tools
 	@mkdir -p $(dir $@)
 	printf 'LIBRARY node.exe\nEXPORTS\n' > $(dir $@)node.def
 	x86_64-w64-mingw32-dlltool -d $(dir $@)node.def -l $@
 
 # Cargo decides whether anything changed.
-node-windows-addon: windows-tools $(NODE_WIN_LIBNODE)
+node-windows-addon: windows-build-tools $(NODE_WIN_LIBNODE)
 	LIBNODE_PATH=$(dir $(NODE_WIN_LIBNODE)) $(CARGO) build -p bale-node --release --locked --target x86_64-pc-windows-gnu
 $(NODE_WIN_ADDON): node-windows-addon ;
 

@@ -19,16 +19,22 @@ WIN_SHIM := $(WIN_TARGET_DIR)/wine-shim/bcryptprimitives.dll
 WIN_READY := $(WINEPREFIX)/.bale-ready
 export WINEDEBUG := -all
 
-.PHONY: test-windows lint-windows windows-tools wine-prefix
+.PHONY: test-windows lint-windows windows-tools windows-build-tools wine-prefix
 
 PLATFORM_TESTS += test-windows
 lint: lint-windows
 
-windows-tools:
-	@command -v x86_64-w64-mingw32-gcc >/dev/null && command -v wine >/dev/null || \
-		{ echo "installing mingw-w64 and wine (apt, about 2 minutes)"; \
-		  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mingw-w64 wine >/dev/null; }
+# The cross toolchain (linting and building), then Wine (running).
+windows-build-tools:
+	@command -v x86_64-w64-mingw32-gcc >/dev/null || \
+		{ echo "installing mingw-w64 (apt, about a minute)"; \
+		  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mingw-w64 >/dev/null; }
 	@rustup target list --installed 2>/dev/null | grep -qx $(WIN_TRIPLE) || rustup target add $(WIN_TRIPLE)
+
+windows-tools: windows-build-tools
+	@command -v wine >/dev/null || \
+		{ echo "installing wine (apt, about a minute)"; \
+		  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wine >/dev/null; }
 
 $(WIN_SHIM): tools/wine/bcryptprimitives.c tools/wine/bcryptprimitives.def | windows-tools
 	@mkdir -p $(dir $@)
@@ -45,7 +51,7 @@ $(WIN_READY): $(WIN_SHIM)
 
 wine-prefix: $(WIN_READY)
 
-lint-windows: windows-tools
+lint-windows: windows-build-tools
 	$(CARGO) clippy --target $(WIN_TRIPLE) -p bale -p bale-cli --all-targets --locked -- -D warnings
 
 # The tests of the core and the CLI that exercise Windows code, as
