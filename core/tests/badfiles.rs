@@ -527,11 +527,11 @@ fn truncated_file_never_hangs_or_overallocates() {
     }
     let total: u64 = tallies.iter().map(|t| t.cases).sum();
     println!(
-        "R9 truncation: lengths 0..={} of a {}-page store ({} pages counted by its meta), every one in memory and a sample on disk (seed {:x}), {total} cases in all, in {:.1} s; address space limited to {}",
+        "R9 truncation: lengths 0..={} of a {}-page store ({} pages counted by its meta), every one in memory and {} on disk, {total} cases in all, in {:.1} s; address space limited to {}",
         fx.bytes.len(),
         fx.bytes.len() / PS,
         fx.meta_pages,
-        sample::seed(),
+        if sample::long() { "every one".to_string() } else { format!("a sample (seed {:x})", sample::seed()) },
         started.elapsed().as_secs_f64(),
         as_limit_text(fx.bytes.len()),
     );
