@@ -82,8 +82,11 @@ impl ObjectStore {
         // the store still holds (a crash while the commit was written, or
         // damage to the older slot). A recorded one stays a problem until
         // the rebuild, as it stops the removal of files.
-        let lost = || self.lost_commits().map(|w| w.filter(|_| !scanned || report.unindexed_objects > 0));
-        if let Some(w) = marked.map_or_else(lost, |w| Ok(Some(w)))? {
+        let problem = match marked {
+            Some(w) => Some(w),
+            None => self.lost_commits()?.filter(|_| !scanned || report.unindexed_objects > 0),
+        };
+        if let Some(w) = problem {
             let found = match report.unindexed_objects {
                 0 => String::new(),
                 n => format!(" ({n} objects have records in the packs or staging files but no index entry)"),
