@@ -54,7 +54,7 @@ test:
 # and store at every length and flips every bit on every backend (a
 # release build, as the cases number in the millions); then crash-long.
 test-long:
-	BALE_TEST_LONG=1 $(CARGO) test --release --locked -p bale --test badfiles --test bitable_badfiles -- --nocapture
+	BALE_TEST_LONG=1 $(CARGO) test --release --locked -p bale --test tree --test bitable -- badfiles:: --nocapture
 	$(MAKE) crash-long
 
 # Regenerates the current-version corpus in memory and fails on any byte of drift.
@@ -67,23 +67,27 @@ corpus:
 
 lint:
 	$(CARGO) fmt --all --check
-	$(CARGO) clippy --workspace --all-targets --features bale/s3-server-tests --locked -- -D warnings
+	$(CARGO) clippy --workspace --all-targets --test s3 --locked -- -D warnings
 
 # The binding crates have no Rust tests of their own; their host suites
-# build them (see make/*.mk).
+# build them (see make/*.mk). test-remote-s3 builds its binary with the
+# same selection, so that it reuses this build.
+RUST_TESTED := --workspace --exclude bale-python --exclude bale-node --exclude bale-wasm
 test-rust:
-	$(CARGO) test --workspace --locked --exclude bale-python --exclude bale-node --exclude bale-wasm
+	$(CARGO) test $(RUST_TESTED) --locked
 
 # The POSIX fcntl locks and per-process table of Unix systems without OFD
 # locks (macOS, the BSDs; core/src/io/locks/posix.rs), on Linux through the
 # core's posix-locks feature: every suite that locks across handles,
 # threads or processes, and the CLI's lock tests (they run the CLI binary,
 # built with the same feature).
-POSIX_LOCK_SUITES := locks lock_changes file multiprocess kill pin_race idle_pins idle_pins_fork \
-	objects_handles objects_multiprocess objects_kill objects_staging_race objects_threads objects_pack
+# The whole `process` binary, and the modules of other binaries that lock
+# across handles or threads (a filter picks the tests whose names hold it).
 test-posix-locks:
-	$(CARGO) test --locked -p bale --features posix-locks --lib $(addprefix --test ,$(POSIX_LOCK_SUITES))
-	$(CARGO) test --locked -p bale-cli --features bale/posix-locks --test cli --test obj -- lock
+	$(CARGO) test --locked -p bale --features posix-locks --lib --test process
+	$(CARGO) test --locked -p bale --features posix-locks --test tree -- file::
+	$(CARGO) test --locked -p bale --features posix-locks --test objects -- handles:: threads:: pack::
+	$(CARGO) test --locked -p bale-cli --features bale/posix-locks --test cli -- lock
 
 # The core and the CLI, with their tests, must build and be clippy-clean
 # for macOS. There is no Apple linker or C compiler here, so this checks
@@ -99,9 +103,9 @@ check-macos: deps
 	done
 
 crash-long:
-	BALE_CRASH_IMAGES=100000 $(CARGO) test --release --locked -p bale --test crash -- --nocapture
-	BALE_OBJ_CRASH_IMAGES=30000 $(CARGO) test --release --locked -p bale --test objects_crash -- --nocapture
-	BALE_BITABLE_CRASH_DRAWS=300 $(CARGO) test --release --locked -p bale --test bitable_crash -- --nocapture
+	BALE_CRASH_IMAGES=100000 $(CARGO) test --release --locked -p bale --test tree -- crash:: --nocapture
+	BALE_OBJ_CRASH_IMAGES=30000 $(CARGO) test --release --locked -p bale --test objects -- crash:: --nocapture
+	BALE_BITABLE_CRASH_DRAWS=300 $(CARGO) test --release --locked -p bale --test bitable -- crash:: --nocapture
 
 bench:
 	./bench/run.sh

@@ -1,9 +1,8 @@
 # Remotes in S3-compatible buckets (the core's feature `s3`), tested
 # against two local servers on 127.0.0.1 with dummy credentials:
 #
-#   make test-remote-s3   the remote unit tests with the feature, then
-#                         core/tests/remote_s3.rs (the bucket) and
-#                         remote_s3_protocol.rs (push, pull, gc) against moto's server mode
+#   make test-remote-s3   the test binary core/tests/s3 (the bucket; push,
+#                         pull, gc) against moto's server mode
 #                         (PyPI, into .venv from tests/s3/requirements.txt)
 #                         and against s3s-fs (crates.io, `cargo install`ed
 #                         into <target>/tools when missing), each started
@@ -33,10 +32,11 @@ s3s-fs-tool:
 		$(CARGO) install s3s-fs --locked --version $(S3S_FS_VERSION) --features binary --root $(S3_TOOLS); \
 	fi
 
-S3_TEST := $(CARGO) test --locked -p bale --features s3-server-tests --test remote_s3 --test remote_s3_protocol
+# The core's own remote unit tests, with the feature, run in test-rust (the
+# CLI turns it on there).
+S3_TEST = $(CARGO) test $(RUST_TESTED) --locked --test s3
 
 test-remote-s3: $(PY_VENV)/.s3-deps s3s-fs-tool
-	$(CARGO) test --locked -p bale --features s3 --lib remote::
 	$(S3_TEST) --no-run
 	S3_PYTHON=$(PY) tests/s3/with-server.sh moto -- $(S3_TEST)
 	S3S_FS=$(S3S_FS) tests/s3/with-server.sh s3s -- $(S3_TEST)

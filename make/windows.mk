@@ -56,31 +56,29 @@ lint-windows: windows-build-tools
 
 # The tests of the core and the CLI that exercise Windows code, as
 # Windows binaries under Wine: the core's unit tests (its Windows file,
-# lock and path code), every suite that uses files, memory maps, locks,
-# processes or kills (the file backend, bad files read through it, the
-# corpus, multi-process and kill tests, the object store and remotes on a
-# real directory), and every CLI suite. New suites run here unless listed
-# in WIN_NATIVE_ONLY: pure computation over the memory backend or a
-# simulated directory (models, crash images built in memory, bad object
-# stores in a simulated directory, the fault and regression replays) gives
-# the same bytes on every platform and runs in test-rust only, and the S3
-# suites need their servers (test-remote-s3).
-WIN_NATIVE_ONLY := crash durability estimate failed_put faults hostile_meta long_key_empty_value \
-	lossy_faults meta_slots model torn_meta leaf_fill fuzz_regressions range_request \
-	bitable_crash bitable_budget objects_badfiles objects_crash objects_regressions objects_sim_dir \
-	remote_read remote_s3 remote_s3_protocol
-WIN_CORE_SUITES := $(filter-out $(WIN_NATIVE_ONLY),$(basename $(notdir $(wildcard core/tests/*.rs))))
+# lock and path code), every core test binary (core/tests/<area>) and the
+# CLI's. Within them, each area's main.rs marks `#[cfg(not(windows))]`
+# the modules of pure computation over the memory backend or a simulated
+# folder, which give the same bytes on every platform and so run natively
+# only: the tree store's model, crash images, durability, estimate,
+# injected faults, hostile metas and pages, leaf fill, long keys, meta
+# slots, range requests and torn metas; bitable crash images and the
+# memory budget; the object store's crash images, damaged stores in a
+# simulated folder and its regressions; the replayed fuzz findings; reads
+# straight from a remote. The S3 binary needs its servers (test-remote-s3).
+# What runs here: the file backend and its locks, every kill, lock and
+# multi-process suite (core/tests/process), bad files read through the
+# Windows file backend, the corpus, the object store and remotes on real
+# folders, and the CLI.
 
-# Doc tests run in the native build only. One wineserver serves the whole
-# run (-p: it stays until -k). Left to itself it exits a few seconds after
-# each test binary; a binary once failed at its start with "wine client
-# error:0: recvmsg: Connection reset by peer", most likely started while
-# the server was exiting.
+# Doc tests run in the native build only. The core and the CLI build in
+# one command, so the core is compiled once, with the CLI's features. One
+# wineserver serves the whole run (-p: it stays until -k). Left to itself
+# it exits a few seconds after each test binary; a binary once failed at
+# its start with "wine client error:0: recvmsg: Connection reset by peer",
+# most likely started while the server was exiting.
 test-windows: $(WIN_READY)
 	WINEPREFIX=$(WINEPREFIX) wineserver -p
 	@status=0; WINEPREFIX=$(WINEPREFIX) CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=wine \
-		$(CARGO) test --target $(WIN_TRIPLE) --locked -p bale --lib $(addprefix --test ,$(WIN_CORE_SUITES)) \
-			|| status=$$?; \
-	WINEPREFIX=$(WINEPREFIX) CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=wine \
-		$(CARGO) test --target $(WIN_TRIPLE) --locked -p bale-cli --tests || status=$$?; \
+		$(CARGO) test --target $(WIN_TRIPLE) --locked -p bale -p bale-cli --tests || status=$$?; \
 	WINEPREFIX=$(WINEPREFIX) wineserver -k || true; exit $$status

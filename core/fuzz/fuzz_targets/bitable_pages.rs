@@ -1,7 +1,7 @@
 //! Any bytes as a bitable: a whole file as given and resealed, one leaf
 //! page and one root branch page, each opened and read every way and
 //! checked (tests/support/bitable_fuzz.rs, which the regression replay in
-//! tests/fuzz_regressions.rs shares).
+//! tests/format/fuzz_regressions.rs shares).
 #![no_main]
 
 #[path = "../../tests/support/bitable_fuzz.rs"]

@@ -9,7 +9,7 @@
 //! valid data.
 #![allow(dead_code)]
 
-use crate::bytes::*;
+use super::bitable_bytes::*;
 
 /// One hostile variant: what was changed, and where the new bytes go.
 pub struct Variant {

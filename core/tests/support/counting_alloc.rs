@@ -2,7 +2,7 @@
 //! bad-input tests can assert that no hostile length drove a huge one, the
 //! bytes allocated at once, so that streaming tests can assert a bound, and
 //! the allocations each thread made, so that a test can assert that a call
-//! makes none. A test crate installs it with `#[global_allocator]` and
+//! makes none. A test binary installs it with `#[global_allocator]` and
 //! reads `LARGEST`, or `LIVE` and `PEAK`, or `thread_allocations()`.
 #![allow(dead_code)]
 

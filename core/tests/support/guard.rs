@@ -9,18 +9,18 @@
 //! `case I LABEL`, any `fail TEXT`, and
 //! `tally CASES ERRORS CORRECT FALLBACK CAUGHT`; `all done` at the end. A
 //! child keeps its files in `child_dir`, which the parent removes once the
-//! child has ended, however it ended. A test file includes this with
-//! `#[path]` and `counting_alloc` beside it.
+//! child has ended, however it ended. The test binary installs
+//! `counting_alloc` as its global allocator.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{RecvTimeoutError, channel};
 use std::time::Duration;
 
-use crate::counting_alloc::{LIVE, PEAK};
+use super::counting_alloc::{LIVE, PEAK};
 
 pub const CHILD_ENV: &str = "BALE_SWEEP_CHILD";
 pub const MIB: usize = 1 << 20;
@@ -155,7 +155,7 @@ pub fn limit_address_space(file_len: usize) -> usize {
 #[cfg(windows)]
 pub fn limit_address_space(file_len: usize) -> usize {
     let cap = LIVE.load(Ordering::Relaxed) + address_space_slack(file_len);
-    crate::counting_alloc::CAP.store(cap, Ordering::Relaxed);
+    super::counting_alloc::CAP.store(cap, Ordering::Relaxed);
     cap
 }
 
@@ -178,8 +178,7 @@ pub fn run_guarded(test: &str, set: &str, backend: &str, hang: Duration) -> Run 
     let mut tally = Tally::default();
     let (mut start, mut total, mut pids) = (0usize, None::<usize>, Vec::new());
     loop {
-        let mut child = Command::new(std::env::current_exe().expect("current_exe"))
-            .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        let mut child = super::child(test)
             .env(CHILD_ENV, format!("{set},{backend},{start}"))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -6,7 +6,7 @@
 //! `rebuild_index` replace an open file (FORMAT.md, "Windows"); without
 //! this they must fail with `IO` and leave the store as it was, and the
 //! tests check that instead. std's rename tries the same two renames as
-//! the core, so it answers for it. A test file includes this with `#[path]`.
+//! the core, so it answers for it.
 #![allow(dead_code)]
 
 use std::sync::OnceLock;

@@ -20,9 +20,10 @@ pub fn seed() -> u64 {
     u64::from_str_radix(&hex, 16).unwrap_or(0x5EED_CA5E)
 }
 
-/// How to run `test` of the suite `suite` again with this run's cases.
-pub fn replay(suite: &str, test: &str) -> String {
-    format!("replay: BALE_TEST_SEED={:x} cargo test -p bale --test {suite} -- --exact {test}", seed())
+/// How to run `test` (a full name) of the test binary `binary` again with
+/// this run's cases.
+pub fn replay(binary: &str, test: &str) -> String {
+    format!("replay: BALE_TEST_SEED={:x} cargo test -p bale --test {binary} -- --exact {test}", seed())
 }
 
 /// `n` values of `0..total`, ascending, drawn from the seed and `salt`
