@@ -499,13 +499,13 @@ struct PendingAdd {
 
 impl PendingAdd {
     fn start(store: &str) -> PendingAdd {
-        let mut child = Command::new(BIN)
-            .args(["obj", "add", store, "-"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn bale");
+        let mut child = spawn(
+            Command::new(BIN)
+                .args(["obj", "add", store, "-"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+        );
         // More than the core's chunking buffer (8 MiB): the writer chunks
         // the first part and appends its records to a staging file, which
         // shows that it has the store open, while it waits for the rest.

@@ -96,12 +96,12 @@ fn pushes_from_many_processes_at_once_all_land() {
     let children: Vec<_> = stores
         .iter()
         .map(|(s, _)| {
-            Command::new(BIN)
-                .args(["--json", "obj", "push", s, "origin"])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
+            spawn(
+                Command::new(BIN)
+                    .args(["--json", "obj", "push", s, "origin"])
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped()),
+            )
         })
         .collect();
     let mut generations = Vec::new();

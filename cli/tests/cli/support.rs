@@ -6,7 +6,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
@@ -45,14 +45,29 @@ impl Drop for Tmp {
     }
 }
 
+/// Starts `cmd`. Under Wine, process creation now and then fails with
+/// ERROR_INTERNAL_ERROR (1359) before the new process runs any of its
+/// code, most often on a loaded machine: that is tried again, a few times,
+/// and said on stderr; any other failure fails the test.
+pub fn spawn(cmd: &mut Command) -> Child {
+    const ERROR_INTERNAL_ERROR: i32 = 1359;
+    let mut tries = 0;
+    loop {
+        match cmd.spawn() {
+            Ok(child) => return child,
+            Err(e) if cfg!(windows) && e.raw_os_error() == Some(ERROR_INTERNAL_ERROR) && tries < 4 => {
+                tries += 1;
+                eprintln!("starting {cmd:?} failed ({e}); trying again");
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            Err(e) => panic!("starting {cmd:?}: {e}"),
+        }
+    }
+}
+
 pub fn run_with(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn bale");
+    let mut child =
+        spawn(Command::new(BIN).args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()));
     let mut input = child.stdin.take().unwrap();
     let data = stdin.to_vec();
     let writer = std::thread::spawn(move || {
