@@ -21,11 +21,32 @@ ifeq ($(CI),true)
 export CARGO_INCREMENTAL := 0
 endif
 
+# A cache outside the clone, shared by the clones of this machine, so that
+# a new clone does not build again what it cannot change:
+#   - cargo's intermediate build files (CARGO_BUILD_BUILD_DIR; the final
+#     binaries stay in the clone's build folder). Cargo keys each artefact
+#     of a dependency by package, version, features, profile, target and
+#     compiler. The project's own crates it judges by their files' times
+#     alone, which a clone made after another's build would pass, so
+#     BALE_BUILD_CLONE names the clone and core/build.rs makes the core, and
+#     every crate above it, build again when it changes;
+#   - the tools the suites install (s3s-fs, wasm-bindgen), by version.
+# `make clean-cache` removes it; BALE_CACHE= (empty) keeps everything in the
+# build folder.
+BALE_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/bale
+ifneq ($(BALE_CACHE),)
+export CARGO_BUILD_BUILD_DIR ?= $(BALE_CACHE)/cargo-build
+export BALE_BUILD_CLONE := $(CURDIR)
+TOOLS_DIR := $(BALE_CACHE)/tools
+else
+TOOLS_DIR := $(abspath $(or $(CARGO_TARGET_DIR),target))/tools
+endif
+
 # Each host package adds its suite to BINDING_TESTS in its own make/*.mk.
 BINDING_TESTS :=
 include $(wildcard make/*.mk)
 
-.PHONY: demo test test-long test-rust test-posix-locks check-macos lint corpus-check corpus crash-long bench bench-percall bench-objects bench-bitable bench-inspector bench-remote deps
+.PHONY: clean-cache demo test test-long test-rust test-posix-locks check-macos lint corpus-check corpus crash-long bench bench-percall bench-objects bench-bitable bench-inspector bench-remote deps
 
 deps:
 	@command -v cargo >/dev/null || { echo "cargo is missing: install rustup (https://rustup.rs)"; exit 1; }
@@ -45,7 +66,7 @@ export BALE_TEST_SEED ?= $(shell git rev-parse --short=16 HEAD 2>/dev/null)
 
 # Every suite, one stage after the other, then a table of the seconds each
 # took (scripts/stages.sh).
-TEST_STAGES = deps lint corpus-check test-rust test-posix-locks check-macos $(BINDING_TESTS) $(PLATFORM_TESTS)
+TEST_STAGES = deps lint test-rust corpus-check test-posix-locks check-macos $(BINDING_TESTS) $(PLATFORM_TESTS)
 test:
 	@echo "sampled sweeps: BALE_TEST_SEED=$(BALE_TEST_SEED) (set it to replay them; make test-long runs every case)"
 	@scripts/stages.sh "$(MAKE)" $(TEST_STAGES)
@@ -57,13 +78,19 @@ test-long:
 	BALE_TEST_LONG=1 $(CARGO) test --release --locked -p bale --test tree --test bitable -- badfiles:: --nocapture
 	$(MAKE) crash-long
 
-# Regenerates the current-version corpus in memory and fails on any byte of drift.
+# Regenerates the current-version corpus in memory and fails on any byte of
+# drift. The test profile, as test-rust builds it: after that stage, nothing
+# is compiled again.
+CORPUS_TOOL = $(CARGO) run --locked -q --profile test -p bale-corpus --
 corpus-check:
-	$(CARGO) run --locked -q -p bale-corpus -- check tests/corpus
+	$(CORPUS_TOOL) check tests/corpus
 
 # Rewrites the current-version corpus (commit the result).
 corpus:
-	$(CARGO) run --locked -q -p bale-corpus -- generate tests/corpus
+	$(CORPUS_TOOL) generate tests/corpus
+
+clean-cache:
+	$(if $(BALE_CACHE),rm -rf $(BALE_CACHE))
 
 lint:
 	$(CARGO) fmt --all --check

@@ -1,6 +1,12 @@
 //! The cfg `native_fs`: the target has a file system the core opens
 //! directly (Unix or Windows), as opposed to WebAssembly, where every
 //! byte comes through the host.
+//!
+//! It also makes the core, and so every crate of the workspace above it,
+//! build again when `BALE_BUILD_CLONE` changes: `make` sets it to the
+//! checkout's path and shares cargo's build folder between checkouts
+//! (Makefile, BALE_CACHE), and cargo judges the project's own files by
+//! their times alone, so a checkout must never take another's build.
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(native_fs)");
     let family = std::env::var("CARGO_CFG_TARGET_FAMILY").unwrap_or_default();
@@ -8,4 +14,5 @@ fn main() {
         println!("cargo::rustc-cfg=native_fs");
     }
     println!("cargo::rerun-if-changed=build.rs");
+    println!("cargo::rerun-if-env-changed=BALE_BUILD_CLONE");
 }

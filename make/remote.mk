@@ -5,7 +5,7 @@
 #                         pull, gc) against moto's server mode
 #                         (PyPI, into .venv from tests/s3/requirements.txt)
 #                         and against s3s-fs (crates.io, `cargo install`ed
-#                         into <target>/tools when missing), each started
+#                         into the tools cache when missing, see Makefile), each started
 #                         and stopped by tests/s3/with-server.sh
 #
 # The suite fails, never skips, without a server.
@@ -15,9 +15,9 @@ PLATFORM_TESTS += test-remote-s3
 PY_VENV ?= .venv
 PY ?= $(PY_VENV)/bin/python
 S3_PY_DEPS := tests/s3/requirements.txt
-S3_TOOLS := $(abspath $(or $(CARGO_TARGET_DIR),target))/tools
 # 0.14.1: later releases need Rust 1.96.
 S3S_FS_VERSION := 0.14.1
+S3_TOOLS := $(TOOLS_DIR)/s3s-fs-$(S3S_FS_VERSION)
 S3S_FS := $(S3_TOOLS)/bin/s3s-fs
 
 .PHONY: test-remote-s3 s3s-fs-tool

@@ -39,20 +39,24 @@ lint: lint-wasm
 lint-wasm: wasm-target
 	$(CARGO) clippy --target wasm32-unknown-unknown -p bale-wasm --all-targets --locked -- -D warnings
 
+# The wasm-bindgen CLI goes into the tools cache (see Makefile), not the
+# user's ~/.cargo/bin.
+WASM_BINDGEN_ROOT = $(TOOLS_DIR)/wasm-bindgen-$(WASM_BINDGEN_VERSION)
+WASM_BINDGEN = $(WASM_BINDGEN_ROOT)/bin/wasm-bindgen
 wasm-tools: wasm-target
 	@command -v node >/dev/null || { echo "node is missing: install Node.js >= 20"; exit 1; }
 	@want="wasm-bindgen $(WASM_BINDGEN_VERSION)"; \
-	if [ "$$(wasm-bindgen --version 2>/dev/null)" != "$$want" ]; then \
+	if [ "$$($(WASM_BINDGEN) --version 2>/dev/null)" != "$$want" ]; then \
 		echo "installing $$want (cargo install, about 2 minutes)"; \
-		$(CARGO) install wasm-bindgen-cli --version "$(WASM_BINDGEN_VERSION)" --locked --no-default-features; \
+		$(CARGO) install wasm-bindgen-cli --version "$(WASM_BINDGEN_VERSION)" --locked --no-default-features --root $(WASM_BINDGEN_ROOT); \
 	fi
 	@command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
 
 wasm-pkg: wasm-tools
 	$(CARGO) build -p bale-wasm --target wasm32-unknown-unknown --release --locked
-	wasm-bindgen --target web --out-dir $(WASM_PKG) $(WASM_ARTIFACT)
-	wasm-bindgen --target bundler --out-dir $(WASM_PKG)/bundler $(WASM_ARTIFACT)
-	wasm-bindgen --target nodejs --out-dir $(WASM_PKG)/node $(WASM_ARTIFACT)
+	$(WASM_BINDGEN) --target web --out-dir $(WASM_PKG) $(WASM_ARTIFACT)
+	$(WASM_BINDGEN) --target bundler --out-dir $(WASM_PKG)/bundler $(WASM_ARTIFACT)
+	$(WASM_BINDGEN) --target nodejs --out-dir $(WASM_PKG)/node $(WASM_ARTIFACT)
 	@# CommonJS inside a "type": "module" package.
 	echo '{ "type": "commonjs" }' > $(WASM_PKG)/node/package.json
 
@@ -69,7 +73,7 @@ test-wasm: wasm-pkg npm-deps wasm-remote-fixture
 REMOTE_FIXTURE := $(WASM_TARGET_DIR)/remote-fixture
 wasm-remote-fixture:
 	rm -rf $(REMOTE_FIXTURE)
-	$(CARGO) run -q --locked -p bale-corpus -- remote-fixture $(REMOTE_FIXTURE)
+	$(CORPUS_TOOL) remote-fixture $(REMOTE_FIXTURE)
 
 # `bale inspect` with the page embedded; FILE=path opens a store in it.
 wasm-inspector: wasm-pkg

@@ -136,9 +136,18 @@ def test_sdist_built_from_source_in_a_fresh_venv():
     # The host's triple spelt out, as `maturin build --zig` and `napi build`
     # spell it: cargo then builds in the directory of theirs and recompiles
     # only what the compiler settings set apart, not every dependency.
+    # BALE_BUILD_CLONE set apart (core/build.rs): cargo judges the project's
+    # own files by their times, and the sdist's may be older than the
+    # wheel's build, which must not stand in for compiling them.
     host = next(line.split()[1] for line in run(["rustc", "-vV"]).splitlines() if line.startswith("host:"))
-    env = {**os.environ, "CARGO_TARGET_DIR": str(TARGET.resolve()), "CARGO_BUILD_TARGET": host}
-    run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", one("bale-*.tar.gz")], env=env)
+    sdist = one("bale-*.tar.gz")
+    env = {
+        **os.environ,
+        "CARGO_TARGET_DIR": str(TARGET.resolve()),
+        "CARGO_BUILD_TARGET": host,
+        "BALE_BUILD_CLONE": f"sdist {sdist}",
+    }
+    run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", sdist], env=env)
     assert check_installed(python) > 50
 
 
