@@ -45,24 +45,14 @@ impl Drop for Tmp {
     }
 }
 
-/// Starts `cmd`. Under Wine, process creation now and then fails with
-/// ERROR_INTERNAL_ERROR (1359) before the new process runs any of its
-/// code, most often on a loaded machine: that is tried again, a few times,
-/// and said on stderr; any other failure fails the test.
+#[path = "../../../core/tests/support/spawn.rs"]
+mod spawn_retrying;
+use spawn_retrying::Retrying;
+
+/// Starts `cmd` (support/spawn.rs in the core's tests: Wine's spurious
+/// failures to create a process are tried again).
 pub fn spawn(cmd: &mut Command) -> Child {
-    const ERROR_INTERNAL_ERROR: i32 = 1359;
-    let mut tries = 0;
-    loop {
-        match cmd.spawn() {
-            Ok(child) => return child,
-            Err(e) if cfg!(windows) && e.raw_os_error() == Some(ERROR_INTERNAL_ERROR) && tries < 4 => {
-                tries += 1;
-                eprintln!("starting {cmd:?} failed ({e}); trying again");
-                std::thread::sleep(std::time::Duration::from_millis(200));
-            }
-            Err(e) => panic!("starting {cmd:?}: {e}"),
-        }
-    }
+    cmd.spawn_retrying().unwrap_or_else(|e| panic!("starting {cmd:?}: {e}"))
 }
 
 pub fn run_with(args: &[&str], stdin: &[u8]) -> Output {

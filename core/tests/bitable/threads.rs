@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::path::Path;
 
+use crate::support::spawn::Retrying;
 use bale::bitable::{Bitable, BuildOptions, Completion, Compression, OpenOptions, Value, Writer};
 use bale::format::checksum::checksum;
 use bale::io::sim::SimRng;
@@ -212,7 +213,7 @@ fn processes_open_one_file_at_once() {
                 .env(CHILD_ENV, &path)
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
-                .spawn()
+                .spawn_retrying()
                 .unwrap()
         })
         .collect();

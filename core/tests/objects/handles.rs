@@ -10,6 +10,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Mutex, MutexGuard};
 
+use crate::support::spawn::Retrying;
 use bale::ErrorKind;
 use bale::io::sim::SimRng;
 use bale::objects::{ObjectOptions, ObjectStore};
@@ -91,7 +92,7 @@ impl Holder {
             .env(ROLE_ENV, format!("hold,{}", path.display()))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .spawn()
+            .spawn_retrying()
             .expect("holder");
         let input = child.stdin.take();
         let output = BufReader::new(child.stdout.take().expect("stdout")).lines();
@@ -128,7 +129,7 @@ impl Holder {
 fn in_child(test: &str, role: &str, path: &Path) -> String {
     let out = crate::support::child(&test_name!(test))
         .env(ROLE_ENV, format!("{role},{}", path.display()))
-        .output()
+        .output_retrying()
         .expect("child");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "child failed:\n{text}\n{}", String::from_utf8_lossy(&out.stderr));

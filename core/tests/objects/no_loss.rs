@@ -9,6 +9,7 @@ use crate::support::object_gen;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::support::spawn::Retrying;
 use bale::ErrorKind;
 use bale::io::Storage;
 use bale::io::sim::SimRng;
@@ -400,7 +401,7 @@ fn no_other_process_packs_under_a_rebuild() {
     let child = || {
         let out = crate::support::child(&test_name!("no_other_process_packs_under_a_rebuild"))
             .env(CHILD_STORE_ENV, &path)
-            .output()
+            .output_retrying()
             .expect("run child");
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         text.lines().find_map(|l| l.strip_prefix("child-outcome ").map(str::to_string)).expect("child outcome")

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use crate::support::spawn::Retrying;
 use bale::io::locks::{LockHandle, LockKind};
 use bale::io::{FileOptions, FileStorage, Storage};
 use bale::{ErrorKind, Options, Store};
@@ -114,7 +115,7 @@ fn spawn(test: &str, role: &str, path: &Path, byte: u64) -> Child {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
-        .spawn()
+        .spawn_retrying()
         .expect("spawn child")
 }
 

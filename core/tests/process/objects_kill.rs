@@ -23,6 +23,7 @@ use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use crate::support::spawn::Retrying;
 use bale::io::sim::SimRng;
 use bale::objects::{HashKind, ObjectId, ObjectOptions, ObjectStore};
 use object_gen::{chunked, compressible, noise, small, small_chunks, version_of};
@@ -158,7 +159,7 @@ fn spawn(role: &str, path: &Path, seed: u64, extra: &str) -> Worker {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
+        .spawn_retrying()
         .expect("spawn worker");
     let stdout = child.stdout.take().expect("stdout");
     let mut stderr = child.stderr.take().expect("stderr");

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Stdio};
 use std::time::Duration;
 
+use crate::support::spawn::Retrying;
 use bale::ErrorKind;
 use bale::io::sim::SimRng;
 use bale::objects::{HashKind, ObjectId, ObjectOptions, ObjectStore};
@@ -214,7 +215,7 @@ fn spawn(dir: &Path, role: &str) -> Worker {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
+        .spawn_retrying()
         .expect("spawn");
     let out = BufReader::new(child.stdout.take().expect("stdout")).lines();
     let mut stderr = child.stderr.take().expect("stderr");

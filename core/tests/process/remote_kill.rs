@@ -22,6 +22,7 @@ use bale::remote::{
 
 use crate::support::noise;
 use crate::support::remote_gen;
+use crate::support::spawn::Retrying;
 use remote_gen::small;
 
 const CHILD_ENV: &str = "BALE_REMOTE_KILL_CHILD";
@@ -119,7 +120,7 @@ fn child_main(spec: &str) {
 fn child(op: &str, store: &Path, bucket: &Path, kill_after: u64) -> Option<u64> {
     let out = crate::support::child(&test_name!("remote_processes_killed_after_every_bucket_call"))
         .env(CHILD_ENV, format!("{op},{},{},{kill_after}", store.display(), bucket.display()))
-        .output()
+        .output_retrying()
         .unwrap();
     use std::os::unix::process::ExitStatusExt;
     if out.status.signal() == Some(libc::SIGKILL) {

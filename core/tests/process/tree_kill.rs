@@ -23,6 +23,7 @@ use bale::io::sim::SimRng;
 use bale::{ErrorKind, Options, ReadOps, Store};
 
 use crate::support::replace;
+use crate::support::spawn::Retrying;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -166,7 +167,7 @@ fn cycle(path: &Path, seed: u64, wait_ready: bool, delay_us: u64) -> Cycle {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
+        .spawn_retrying()
         .expect("spawn child");
     let stdout = child.stdout.take().expect("child stdout");
     let mut stderr = child.stderr.take().expect("child stderr");

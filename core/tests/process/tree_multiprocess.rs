@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::support::spawn::Retrying;
 use bale::io::sim::SimRng;
 use bale::io::{FileOptions, FileStorage, Storage};
 use bale::{ErrorKind, Options, ReadOps, Store};
@@ -183,7 +184,7 @@ impl Proc {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
-            .spawn()
+            .spawn_retrying()
             .expect("spawn child");
         let out = child.stdout.take().expect("stdout");
         let lines = Arc::new(Mutex::new(Vec::new()));

@@ -16,6 +16,7 @@ use bale::remote::{
 
 use crate::support::noise;
 use crate::support::remote_gen;
+use crate::support::spawn::Retrying;
 use remote_gen::{new_store, none};
 
 const CHILD_ENV: &str = "BALE_S3_PUSH_CHILD";
@@ -165,7 +166,7 @@ fn pushers_in_separate_processes_all_land() {
                 .env(CHILD_ENV, format!("{},{u}", p.display()))
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
-                .spawn()
+                .spawn_retrying()
                 .unwrap()
         })
         .collect();

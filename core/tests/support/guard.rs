@@ -21,6 +21,7 @@ use std::sync::mpsc::{RecvTimeoutError, channel};
 use std::time::Duration;
 
 use super::counting_alloc::{LIVE, PEAK};
+use super::spawn::Retrying;
 
 pub const CHILD_ENV: &str = "BALE_SWEEP_CHILD";
 pub const MIB: usize = 1 << 20;
@@ -183,7 +184,7 @@ pub fn run_guarded(test: &str, set: &str, backend: &str, hang: Duration) -> Run 
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .spawn()
+            .spawn_retrying()
             .expect("run child");
         let pid = child.id();
         pids.push(pid);

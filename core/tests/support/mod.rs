@@ -14,6 +14,7 @@ pub mod object_gen;
 pub mod remote_gen;
 pub mod replace;
 pub mod sample;
+pub mod spawn;
 
 use std::path::PathBuf;
 use std::process::Command;
