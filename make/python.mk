@@ -4,8 +4,9 @@
 #   make wheels        the wheel and the sdist a release publishes, in
 #                      $(WHEEL_DIR): maturin build --zig --compatibility
 #                      manylinux2014 (zig links against glibc 2.17; maturin
-#                      and ziglang come from PyPI into .venv, whose bin must
-#                      be on PATH for maturin to find zig), maturin sdist;
+#                      and ziglang come from PyPI into a venv of the tools
+#                      cache, whose bin must be on PATH for maturin to find
+#                      zig), maturin sdist;
 #                      then prints the wheel's tags and the glibc it needs
 #   make test-python   that wheel installed into .venv (one release build
 #                      serves both), tests/python with pytest, then the .pyi
@@ -47,15 +48,25 @@ $(PY_VENV)/.test-deps: $(PY_TEST_DEPS) | python-venv
 	$(PY) -m pip install -q --disable-pip-version-check -r $(PY_TEST_DEPS)
 	touch $@
 
-$(PY_VENV)/.wheel-deps: $(PY_WHEEL_DEPS) | python-venv
-	$(PY) -m pip install -q --disable-pip-version-check -r $(PY_WHEEL_DEPS)
+# maturin, zig and auditwheel live in a venv of the tools cache (Makefile),
+# named for their pinned versions, not in the clone's .venv: cargo-zigbuild
+# names its linker wrapper after the zig it runs, and cargo builds every
+# dependency again when the linker changes, so a zig inside each clone made
+# each clone compile all of the wheel's dependencies anew.
+WHEEL_TOOLS := $(TOOLS_DIR)/wheel-tools-$(shell sha256sum $(PY_WHEEL_DEPS) | cut -c1-12)
+WHEEL_PY := $(WHEEL_TOOLS)/bin/python
+
+$(WHEEL_TOOLS)/.ready: $(PY_WHEEL_DEPS) | python-venv
+	rm -rf $(WHEEL_TOOLS)
+	$(PYTHON) -m venv $(WHEEL_TOOLS)
+	$(WHEEL_PY) -m pip install -q --disable-pip-version-check -r $(PY_WHEEL_DEPS)
 	touch $@
 
-wheels: $(PY_VENV)/.wheel-deps
+wheels: $(WHEEL_TOOLS)/.ready
 	rm -f $(WHEEL_DIR)/bale-*.whl $(WHEEL_DIR)/bale-*.tar.gz
-	PATH="$(abspath $(PY_VENV))/bin:$$PATH" maturin build --release --locked --zig --compatibility manylinux2014 --out $(WHEEL_DIR)
-	PATH="$(abspath $(PY_VENV))/bin:$$PATH" maturin sdist --out $(WHEEL_DIR)
-	$(PY) scripts/wheel_info.py $(WHEEL_DIR)/bale-*.whl
+	PATH="$(WHEEL_TOOLS)/bin:$$PATH" maturin build --release --locked --zig --compatibility manylinux2014 --out $(WHEEL_DIR)
+	PATH="$(WHEEL_TOOLS)/bin:$$PATH" maturin sdist --out $(WHEEL_DIR)
+	$(WHEEL_PY) scripts/wheel_info.py $(WHEEL_DIR)/bale-*.whl
 
 python-install: wheels
 	$(PY) -m pip install -q --disable-pip-version-check --force-reinstall --no-deps $(WHEEL_DIR)/bale-*.whl
@@ -67,7 +78,7 @@ test-python: python-install $(PY_VENV)/.test-deps
 	cd tests/python && MYPY_CACHE_DIR=../../$(PY_VENV)/.mypy_cache ../../$(PY) -m mypy --strict typing_usage.py
 
 test-wheels: wheels $(PY_VENV)/.test-deps
-	BALE_WHEEL_DIR=$(WHEEL_DIR) $(PY) -m pytest -q -p no:cacheprovider tests/wheels
+	BALE_WHEEL_DIR=$(WHEEL_DIR) BALE_WHEEL_PYTHON=$(WHEEL_PY) $(PY) -m pytest -q -p no:cacheprovider tests/wheels
 
 bench-python: python-install
 	@$(PY) -c 'import lmdb' 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check lmdb

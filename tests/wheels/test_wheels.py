@@ -21,6 +21,9 @@ TARGET = Path(os.environ.get("CARGO_TARGET_DIR") or REPO / "target")
 # Not TARGET / "wheels", where maturin puts what pip builds.
 WHEEL_DIR = Path(os.environ.get("BALE_WHEEL_DIR") or TARGET / "dist")
 WORK = Path(os.environ.get("BALE_WHEEL_WORK") or TARGET / "wheel-check")
+# The Python that has auditwheel, for scripts/wheel_info.py: make's venv of
+# the wheel tools (make/python.mk), or this one.
+WHEEL_PYTHON = os.environ.get("BALE_WHEEL_PYTHON") or sys.executable
 PYTEST = next(
     line.strip() for line in (REPO / "bindings/python/requirements-test.txt").read_text().splitlines()
     if line.startswith("pytest==")
@@ -97,7 +100,7 @@ def check_installed(python):
 
 def test_wheel_tags_and_glibc():
     wheel = one("bale-*.whl")
-    i = json.loads(run([sys.executable, REPO / "scripts/wheel_info.py", "--json", wheel]))
+    i = json.loads(run([WHEEL_PYTHON, REPO / "scripts/wheel_info.py", "--json", wheel]))
     assert i["tags"] == ["cp311-abi3-manylinux2014_x86_64", "cp311-abi3-manylinux_2_17_x86_64"]
     assert i["root_is_purelib"] == "false"
     assert i["requires_python"] == ">=3.11"
