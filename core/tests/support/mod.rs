@@ -100,13 +100,7 @@ macro_rules! tmp {
 
 /// `len` bytes that do not compress, drawn from `seed`.
 pub fn noise(len: usize, seed: u64) -> Vec<u8> {
-    let mut rng = SimRng::new(seed ^ 0x6E6F_6973_6521);
-    let mut v = Vec::with_capacity(len + 8);
-    while v.len() < len {
-        v.extend_from_slice(&rng.next_u64().to_le_bytes());
-    }
-    v.truncate(len);
-    v
+    object_gen::noise(&mut SimRng::new(seed ^ 0x6E6F_6973_6521), len)
 }
 
 /// The lock methods of `Storage`, forwarded to the backend in `$field`.
