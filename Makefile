@@ -28,25 +28,43 @@ endif
 #     of a dependency by package, version, features, profile, target and
 #     compiler. The project's own crates it judges by their files' times
 #     alone, which a clone made after another's build would pass, so
-#     BALE_BUILD_CLONE names the clone and core/build.rs makes the core, and
-#     every crate above it, build again when it changes;
+#     BALE_BUILD_KEY (scripts/build-key.sh: the hash of the sources' tree
+#     when the clone is clean, else the clone's path) goes with them, and
+#     core/build.rs makes the core, and every crate above it, build again
+#     when it changes. Computed once per `make test`, for all its stages;
 #   - the tools the suites install (s3s-fs, wasm-bindgen), by version.
 # `make clean-cache` removes it; BALE_CACHE= (empty) keeps everything in the
 # build folder.
 BALE_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/bale
 ifneq ($(BALE_CACHE),)
 export CARGO_BUILD_BUILD_DIR ?= $(BALE_CACHE)/cargo-build
-export BALE_BUILD_CLONE := $(CURDIR)
+export BALE_BUILD_KEY ?= $(shell scripts/build-key.sh)
 TOOLS_DIR := $(BALE_CACHE)/tools
 else
 TOOLS_DIR := $(abspath $(or $(CARGO_TARGET_DIR),target))/tools
 endif
 
-# Each host package adds its suite to BINDING_TESTS in its own make/*.mk.
-BINDING_TESTS :=
+# `make test` lints as it builds: each cargo command it runs passes the
+# project's own crates through clippy-driver (cargo's
+# RUSTC_WORKSPACE_WRAPPER, with `make lint`'s arguments in CLIPPY_ARGS), so
+# that every configuration it builds (the host's tests, POSIX locks, S3,
+# Windows, wasm32, the Node addons, the wheel) is linted by the compile
+# that builds it, at no compile of its own. Its lint stage is then rustfmt
+# alone (fmt). `make lint` stays the check a change is made against,
+# without building anything.
+ifeq ($(BALE_LINT_BUILDS),1)
+export RUSTC_WORKSPACE_WRAPPER := clippy-driver
+export CLIPPY_ARGS := -D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
+endif
+# The tools cargo installs are not the project's: their crates are not
+# linted (an install makes them the members of a workspace of their own).
+CARGO_TOOL_INSTALL = env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS $(CARGO) install
+
+# Each make/*.mk adds what it installs to TEST_SETUP (see `test`).
+TEST_SETUP :=
 include $(wildcard make/*.mk)
 
-.PHONY: clean-cache demo test test-long test-rust test-posix-locks check-macos lint corpus-check corpus crash-long bench bench-percall bench-objects bench-bitable bench-inspector bench-remote deps
+.PHONY: clean-cache demo pin-times setup test test-long test-rust test-posix-locks check-macos macos-targets fmt lint corpus-check corpus crash-long bench bench-percall bench-objects bench-bitable bench-inspector bench-remote deps
 
 deps:
 	@command -v cargo >/dev/null || { echo "cargo is missing: install rustup (https://rustup.rs)"; exit 1; }
@@ -64,12 +82,38 @@ demo: deps
 # a run's cases.
 export BALE_TEST_SEED ?= $(shell git rev-parse --short=16 HEAD 2>/dev/null)
 
-# Every suite, one stage after the other, then a table of the seconds each
-# took (scripts/stages.sh).
-TEST_STAGES = deps lint test-rust corpus-check test-posix-locks check-macos $(BINDING_TESTS) $(PLATFORM_TESTS)
+# Every suite as a stage, then a table of the seconds each took
+# (scripts/stages.sh). First, one after the other, setup (everything the
+# suites install on the machine: apt packages, Rust targets, the npm and
+# Python installs, so that no two stages ever install the same thing at
+# once) and fmt. Then two lanes side by side, each its stages in order:
+# much of a stage is a single process (a compile's last crates, a suite
+# under Wine, pytest), so two keep the machine's cores busier than one.
+# What may run side by side is set by what the stages share:
+#   - cargo locks a build folder per profile (and a cross build also
+#     the host's, for build scripts) while it compiles: the Rust lane
+#     builds the dev/test profile (native, Windows, macOS checks), the
+#     hosts lane the release one (the Node addons, the wheel, wasm32);
+#   - .venv (Python, the S3 servers' moto), node_modules and the npm
+#     builds are the hosts lane's alone;
+#   - each Wine suite has a Wine prefix of its own (make/windows.mk).
+# The few builds of the other profile (test-wasm's CLI, the corpus tool)
+# wait for the other lane's compile, if one runs, and nothing more.
+LANE_RUST = test-rust corpus-check test-posix-locks check-macos test-windows
+LANE_HOSTS = test-node test-python test-wheels test-wasm test-remote-s3 test-node-windows
 test:
 	@echo "sampled sweeps: BALE_TEST_SEED=$(BALE_TEST_SEED) (set it to replay them; make test-long runs every case)"
-	@scripts/stages.sh "$(MAKE)" $(TEST_STAGES)
+	@BALE_LINT_BUILDS=1 scripts/stages.sh "$(MAKE)" setup fmt -- $(LANE_RUST) -- $(LANE_HOSTS)
+
+# Under CI=true (a fresh clone) with the cache, the tracked files' times are
+# set back (scripts/build-key.sh --pin) before anything builds, so that the
+# clone takes what an earlier clone of the same tree built; the key, not
+# the times, then says whether a build fits.
+ifeq ($(CI)$(if $(BALE_CACHE),y),truey)
+TEST_SETUP += pin-times
+endif
+pin-times:
+	scripts/build-key.sh --pin
 
 # Every case of the sampled sweeps: each bad-file sweep cuts every table
 # and store at every length and flips every bit on every backend (a
@@ -92,9 +136,12 @@ corpus:
 clean-cache:
 	$(if $(BALE_CACHE),rm -rf $(BALE_CACHE))
 
-lint:
+fmt:
 	$(CARGO) fmt --all --check
-	$(CARGO) clippy --workspace --all-targets --test s3 --locked -- -D warnings
+
+# bale-wasm is built for wasm32 only, and linted there (lint-wasm).
+lint: fmt
+	$(CARGO) clippy --workspace --exclude bale-wasm --all-targets --test s3 --locked -- -D warnings
 
 # The binding crates have no Rust tests of their own; their host suites
 # build them (see make/*.mk). test-remote-s3 builds its binary with the
@@ -120,10 +167,18 @@ test-posix-locks:
 # for macOS. There is no Apple linker or C compiler here, so this checks
 # without linking, and the C parts of dependencies (blake3's SIMD code,
 # the bundled SQLite) are stood in for by `true`: only the Rust is checked.
-MACOS_TARGETS := aarch64-apple-darwin x86_64-apple-darwin
-check-macos: deps
+# One target: the project's code differs between the two macOS targets
+# only where it differs by processor (a prefetch on x86-64), and each of
+# those paths is checked already, by the x86-64 builds for Linux and
+# Windows and by this arm64 one. MACOS_TARGETS="aarch64-apple-darwin
+# x86_64-apple-darwin" checks both.
+MACOS_TARGETS ?= aarch64-apple-darwin
+TEST_SETUP += macos-targets
+macos-targets: deps
 	@have="$$(rustup target list --installed)"; for t in $(MACOS_TARGETS); do \
 		echo "$$have" | grep -qx "$$t" || rustup target add "$$t" || exit 1; done
+
+check-macos: macos-targets
 	@for t in $(MACOS_TARGETS); do u=$$(echo $$t | tr - _); \
 		echo "clippy --target $$t"; \
 		env CC_$$u=true AR_$$u=true $(CARGO) clippy --locked -q -p bale -p bale-cli --all-targets --target $$t -- -D warnings || exit 1; \
@@ -154,7 +209,7 @@ bench:
 # large SQLite one by python3's sqlite3).
 # Settings: INSPECTOR_GIB, SQLJS_GIB, OPENS, PAGES, SEEKS, CASES. Results
 # are appended to bench/results/inspector-<date>.jsonl.
-bench-inspector: wasm-pkg npm-deps
+bench-inspector: wasm-pkg npm-deps chromium
 	$(CARGO) build --release --locked -p bale-cli
 	node bench/inspector/run.mjs
 
@@ -191,3 +246,7 @@ bench-remote: $(PY_VENV)/.s3-deps s3s-fs-tool
 bench-percall: python-install node-build
 	@$(PY) -c 'import lmdb' 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check lmdb
 	./bench/run.sh percall
+
+# Last, when every part above and in make/*.mk has added to TEST_SETUP
+# (make reads a rule's prerequisites where the rule stands).
+setup: deps $(TEST_SETUP)

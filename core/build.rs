@@ -3,10 +3,11 @@
 //! byte comes through the host.
 //!
 //! It also makes the core, and so every crate of the workspace above it,
-//! build again when `BALE_BUILD_CLONE` changes: `make` sets it to the
-//! checkout's path and shares cargo's build folder between checkouts
-//! (Makefile, BALE_CACHE), and cargo judges the project's own files by
-//! their times alone, so a checkout must never take another's build.
+//! build again when `BALE_BUILD_KEY` changes: `make` shares cargo's build
+//! folder between checkouts (Makefile, BALE_CACHE) and sets it to what
+//! names their sources (the hash of a clean tree, else the checkout's
+//! path), because cargo judges the project's own files by their times
+//! alone, and a checkout must never take a build of other sources.
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(native_fs)");
     let family = std::env::var("CARGO_CFG_TARGET_FAMILY").unwrap_or_default();
@@ -14,5 +15,5 @@ fn main() {
         println!("cargo::rustc-cfg=native_fs");
     }
     println!("cargo::rerun-if-changed=build.rs");
-    println!("cargo::rerun-if-env-changed=BALE_BUILD_CLONE");
+    println!("cargo::rerun-if-env-changed=BALE_BUILD_KEY");
 }

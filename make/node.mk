@@ -19,7 +19,7 @@ NODE_PKG := bindings/node
 NODE_WIN32_X64 ?= $(NODE_WIN_ADDON)
 $(if $(NODE_WIN_ADDON),,$(error make/node-windows.mk must be read before make/node.mk))
 NODE_PACK_DIR ?= $(or $(CARGO_TARGET_DIR),target)/npm
-BINDING_TESTS += test-node
+TEST_SETUP += npm-deps
 
 .PHONY: test-node node-deps node-build node-packages bench-node
 

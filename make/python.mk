@@ -23,7 +23,6 @@
 # Nothing is skipped: a missing corpus fails, and so does a pytest run that
 # collects no tests (exit status 5 is non-zero like any other failure).
 
-BINDING_TESTS += test-python test-wheels
 
 PYTHON ?= python3
 PY_VENV := .venv
@@ -33,6 +32,9 @@ PY_WHEEL_DEPS := bindings/python/requirements-wheels.txt
 WHEEL_DIR ?= $(or $(CARGO_TARGET_DIR),target)/dist
 
 .PHONY: test-python test-wheels wheels python-venv python-install bench-python
+
+# Its pip installs run in the suites' own stages.
+TEST_SETUP += python-venv
 
 # Debian's own python3 needs python3-venv for `-m venv`; install it if that is
 # what is missing. A venv left without pip is made again.
@@ -56,7 +58,9 @@ $(PY_VENV)/.test-deps: $(PY_TEST_DEPS) | python-venv
 WHEEL_TOOLS := $(TOOLS_DIR)/wheel-tools-$(shell sha256sum $(PY_WHEEL_DEPS) | cut -c1-12)
 WHEEL_PY := $(WHEEL_TOOLS)/bin/python
 
-$(WHEEL_TOOLS)/.ready: $(PY_WHEEL_DEPS) | python-venv
+# The folder's name holds the hash of the pinned versions, so the file's
+# time (new in every clone) is not a reason to install them again.
+$(WHEEL_TOOLS)/.ready: | python-venv
 	rm -rf $(WHEEL_TOOLS)
 	$(PYTHON) -m venv $(WHEEL_TOOLS)
 	$(WHEEL_PY) -m pip install -q --disable-pip-version-check -r $(PY_WHEEL_DEPS)

@@ -10,7 +10,6 @@
 #
 # The suite fails, never skips, without a server.
 
-PLATFORM_TESTS += test-remote-s3
 
 PY_VENV ?= .venv
 PY ?= $(PY_VENV)/bin/python
@@ -29,7 +28,7 @@ $(PY_VENV)/.s3-deps: $(S3_PY_DEPS) | python-venv
 s3s-fs-tool:
 	@if [ "$$($(S3S_FS) --version 2>/dev/null)" != "s3s-fs $(S3S_FS_VERSION)" ]; then \
 		echo "installing s3s-fs $(S3S_FS_VERSION) (cargo install, about 3 minutes)"; \
-		$(CARGO) install s3s-fs --locked --version $(S3S_FS_VERSION) --features binary --root $(S3_TOOLS); \
+		$(CARGO_TOOL_INSTALL) s3s-fs --locked --version $(S3S_FS_VERSION) --features binary --root $(S3_TOOLS); \
 	fi
 
 # The core's own remote unit tests, with the feature, run in test-rust (the

@@ -20,7 +20,7 @@
 # workspace's npm install, make/npm.mk).
 # Nothing is skipped: a missing browser or corpus fails the run.
 
-BINDING_TESTS += test-wasm
+TEST_SETUP += wasm-target chromium
 
 WASM_DIR := bindings/wasm
 WASM_PKG := $(WASM_DIR)/pkg
@@ -28,7 +28,7 @@ WASM_TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 WASM_ARTIFACT := $(WASM_TARGET_DIR)/wasm32-unknown-unknown/release/bale_wasm.wasm
 WASM_BINDGEN_VERSION = $(shell grep -A1 '^name = "wasm-bindgen"$$' Cargo.lock | sed -n 's/^version = "\(.*\)"/\1/p')
 
-.PHONY: test-wasm wasm-pkg wasm-tools wasm-target wasm-inspector lint-wasm wasm-remote-fixture
+.PHONY: chromium test-wasm wasm-cli wasm-pkg wasm-tools wasm-target wasm-inspector lint-wasm wasm-remote-fixture
 
 wasm-target:
 	@rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
@@ -48,8 +48,10 @@ wasm-tools: wasm-target
 	@want="wasm-bindgen $(WASM_BINDGEN_VERSION)"; \
 	if [ "$$($(WASM_BINDGEN) --version 2>/dev/null)" != "$$want" ]; then \
 		echo "installing $$want (cargo install, about 2 minutes)"; \
-		$(CARGO) install wasm-bindgen-cli --version "$(WASM_BINDGEN_VERSION)" --locked --no-default-features --root $(WASM_BINDGEN_ROOT); \
+		$(CARGO_TOOL_INSTALL) wasm-bindgen-cli --version "$(WASM_BINDGEN_VERSION)" --locked --no-default-features --root $(WASM_BINDGEN_ROOT); \
 	fi
+
+chromium:
 	@command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
 
 wasm-pkg: wasm-tools
@@ -62,8 +64,19 @@ wasm-pkg: wasm-tools
 
 # The suites are the root package.json's test:wasm (tests/wasm and the
 # headless-Chromium one); playwright-core downloads no browser.
-test-wasm: wasm-pkg npm-deps wasm-remote-fixture
-	REMOTE_FIXTURE=$(abspath $(REMOTE_FIXTURE)) npm run --silent test:wasm
+test-wasm: wasm-pkg npm-deps wasm-remote-fixture wasm-cli chromium
+	REMOTE_FIXTURE=$(abspath $(REMOTE_FIXTURE)) BALE_INSPECTOR_CLI=$(abspath $(WASM_CLI)) npm run --silent test:wasm
+
+# The CLI the suites run (tests/wasm/cli.mjs), with the inspector embedded,
+# in a build folder of its own: make test builds the CLI with other
+# features at the same time (test-posix-locks), which would replace the
+# binary under the suites' feet in the shared one. The test profile
+# (opt-level 1), as the Rust suites have it: it writes the ~4.5 GiB store of
+# the Chromium suite, which takes minutes unoptimised.
+WASM_CLI_TARGET := $(WASM_TARGET_DIR)/inspector-cli
+WASM_CLI := $(WASM_CLI_TARGET)/debug/bale
+wasm-cli: wasm-pkg
+	CARGO_TARGET_DIR=$(WASM_CLI_TARGET) $(CARGO) build --locked --profile test -p bale-cli --features inspector
 
 # Remotes as folders, served over HTTP to tests/wasm/remote.test.mjs and
 # the Chromium suite, with an expected.json of their own. Written afresh

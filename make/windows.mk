@@ -21,7 +21,6 @@ export WINEDEBUG := -all
 
 .PHONY: test-windows lint-windows windows-tools windows-build-tools wine-prefix
 
-PLATFORM_TESTS += test-windows
 lint: lint-windows
 
 # The cross toolchain (linting and building), then Wine (running).
@@ -40,13 +39,16 @@ $(WIN_SHIM): tools/wine/bcryptprimitives.c tools/wine/bcryptprimitives.def | win
 	@mkdir -p $(dir $@)
 	x86_64-w64-mingw32-gcc -O2 -shared -o $@ tools/wine/bcryptprimitives.c tools/wine/bcryptprimitives.def -ladvapi32
 
-# The first wine call creates the prefix (about 20 s).
-$(WIN_READY): $(WIN_SHIM)
-	@mkdir -p $(WINEPREFIX)
-	WINEPREFIX=$(WINEPREFIX) wineboot -i >/dev/null 2>&1
-	WINEPREFIX=$(WINEPREFIX) wine winecfg -v win10 >/dev/null 2>&1
-	cp $(WIN_SHIM) $(WINEPREFIX)/drive_c/windows/system32/bcryptprimitives.dll
-	WINEPREFIX=$(WINEPREFIX) wineserver -w
+# The first wine call creates the prefix (about 20 s). Each prefix has a
+# wineserver of its own: make/node-windows.mk makes a second one, so that
+# its suite and this one can run at the same time (make test runs them in
+# different lanes) without one's `wineserver -k` ending the other.
+%/.bale-ready: $(WIN_SHIM)
+	@mkdir -p $*
+	WINEPREFIX=$* wineboot -i >/dev/null 2>&1
+	WINEPREFIX=$* wine winecfg -v win10 >/dev/null 2>&1
+	cp $(WIN_SHIM) $*/drive_c/windows/system32/bcryptprimitives.dll
+	WINEPREFIX=$* wineserver -w
 	@touch $@
 
 wine-prefix: $(WIN_READY)

@@ -15,7 +15,7 @@ import { basename, join } from 'node:path';
 
 import { canonical } from '../wasm/corpus.js';
 import { RemoteObjects } from '../../bindings/wasm/js/node.js';
-import { ARTIFACTS, CORPUS, REMOTE_FIXTURE, base, manifest, newPage, rangeBytes, requests, runPage } from './harness.mjs';
+import { CORPUS, REMOTE_FIXTURE, base, manifest, newPage, rangeBytes, requests, runPage, screenshot } from './harness.mjs';
 
 test('corpus: every case, range query, object store and bitable opened from Blobs in a Web Worker, every remote by URL', async () => {
   const { page, errors, run } = await runPage('/tests/browser/corpus.html', 'corpusRun', 120000);
@@ -151,7 +151,7 @@ test('ObjectStore: a directory store chosen with <input webkitdirectory>, read l
   // the whole store, and open + list read the config and index, not the packs.
   assert.ok(r.oneGet.bytes > 0 && r.oneGet.bytes < r.fileBytes, `${r.oneGet.bytes} of ${r.fileBytes} bytes`);
   assert.ok(r.listed.bytes < r.fileBytes, `open + list read ${r.listed.bytes} of ${r.fileBytes} bytes`);
-  await page.screenshot({ path: join(ARTIFACTS, 'objects-picker.png'), fullPage: true });
+  await screenshot(page, 'objects-picker');
   assert.deepEqual(errors, []);
   await page.close();
 });
@@ -290,7 +290,7 @@ test('ObjectStore.fromUrl: every object store case read by URL in a worker, each
   assert.match(refused.badProgress.message, /onProgress must be a function/);
   // What onProgress throws comes out of validate, after one call.
   assert.equal(refused.thrown.message, 'stop after 1 call');
-  await page.screenshot({ path: join(ARTIFACTS, 'objects-url.png'), fullPage: true });
+  await screenshot(page, 'objects-url');
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -98,6 +98,15 @@ export async function newPage() {
 }
 
 /**
+ * Keeps a screenshot of the page as `<name>.png` among the artifacts. Under
+ * a loaded machine (make test runs two lanes of suites) Chromium once took
+ * more than the default 30 s to paint one, so it gets longer.
+ */
+export function screenshot(page, name) {
+  return page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true, timeout: 120000 });
+}
+
+/**
  * Opens a test page that records its run in `window[name]`, waits for it,
  * keeps a screenshot as `<name>.png`, and returns the page and the record.
  */
@@ -106,6 +115,6 @@ export async function runPage(path, name, timeout) {
   await page.goto(`${base}${path}`);
   await page.waitForFunction((n) => window[n] !== undefined, name, { timeout });
   const run = await page.evaluate((n) => window[n], name);
-  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+  await screenshot(page, name);
   return { page, errors, run };
 }

@@ -19,10 +19,10 @@ import { crc32, deflateSync } from 'node:zlib';
 import { Store } from '../../bindings/wasm/js/node.js';
 import { cliPath } from '../wasm/cli.mjs';
 import { BIG_LEN, SMALL_KEYS, makeBigStore, smallKey, smallValue } from '../wasm/big-store.mjs';
-import { ARTIFACTS, CORPUS, base, manifest, newPage, rangeBytes, runPage, serveBig } from './harness.mjs';
+import { CORPUS, base, manifest, newPage, rangeBytes, runPage, screenshot, serveBig } from './harness.mjs';
 
 const keyText = (hex) => Buffer.from(hex, 'hex').toString();
-const shot = (page, name) => page.screenshot({ path: join(ARTIFACTS, `inspector-${name}.png`), fullPage: true });
+const shot = (page, name) => screenshot(page, `inspector-${name}`);
 
 let work;
 before(() => {

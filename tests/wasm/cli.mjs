@@ -1,19 +1,19 @@
 // The `bale` CLI of this workspace, for tests that need a store written (or
-// read back) by native code: built once per run (dev profile, as `cargo
-// test` builds it, with the inspector embedded) and run with stdin fed
+// read back) by native code, with the inspector embedded (`bale inspect`):
+// the one BALE_INSPECTOR_CLI names (make test-wasm builds it), else built
+// once per run (dev profile, as `cargo test` builds it). Run with stdin fed
 // from the test.
 import { spawn, spawnSync } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-let built = null;
+let built = process.env.BALE_INSPECTOR_CLI || null;
 
 /** The path of the CLI binary, building it first if needed. */
 export function cliPath() {
   if (built) return built;
-  // With the browser inspector embedded (`bale inspect`): these suites run
-  // after `make wasm-pkg`, which it needs.
+  // These suites run after `make wasm-pkg`, which the inspector needs.
   const build = spawnSync('cargo', ['build', '--locked', '-q', '-p', 'bale-cli', '--features', 'inspector'], { cwd: REPO, stdio: 'inherit' });
   if (build.status !== 0) throw new Error('cargo build -p bale-cli --features inspector failed');
   const target = process.env.CARGO_TARGET_DIR ? resolve(REPO, process.env.CARGO_TARGET_DIR) : join(REPO, 'target');

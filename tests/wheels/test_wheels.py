@@ -6,6 +6,7 @@ corpus (tests/python/test_corpus.py) run. The venvs live in
 BALE_WHEEL_WORK, made anew each run. The sdist build shares CARGO_TARGET_DIR
 with the wheel's. A missing wheel or sdist fails."""
 
+import hashlib
 import json
 import os
 import shutil
@@ -139,19 +140,35 @@ def test_sdist_built_from_source_in_a_fresh_venv():
     # The host's triple spelt out, as `maturin build --zig` and `napi build`
     # spell it: cargo then builds in the directory of theirs and recompiles
     # only what the compiler settings set apart, not every dependency.
-    # BALE_BUILD_CLONE set apart (core/build.rs): cargo judges the project's
-    # own files by their times, and the sdist's may be older than the
-    # wheel's build, which must not stand in for compiling them.
+    # BALE_BUILD_KEY (core/build.rs) is the hash of the sdist's bytes:
+    # cargo judges the project's own files by their times, and maturin
+    # gives every file of an sdist the same time in 2006, so a key that
+    # stayed the same while the sources changed (the sdist's path did)
+    # would let an earlier build stand in for compiling them.
     host = next(line.split()[1] for line in run(["rustc", "-vV"]).splitlines() if line.startswith("host:"))
     sdist = one("bale-*.tar.gz")
     env = {
         **os.environ,
         "CARGO_TARGET_DIR": str(TARGET.resolve()),
         "CARGO_BUILD_TARGET": host,
-        "BALE_BUILD_CLONE": f"sdist {sdist}",
+        "BALE_BUILD_KEY": sdist_build_key(sdist),
     }
     run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", sdist], env=env)
     assert check_installed(python) > 50
+
+
+def sdist_build_key(sdist):
+    """The build key of an sdist's sources: the hash of its bytes."""
+    return "sdist " + hashlib.sha256(Path(sdist).read_bytes()).hexdigest()
+
+
+def test_sdist_build_key_follows_the_bytes(tmp_path):
+    a, b, c = tmp_path / "a.tar.gz", tmp_path / "b.tar.gz", tmp_path / "c.tar.gz"
+    a.write_bytes(b"one")
+    b.write_bytes(b"one")
+    c.write_bytes(b"two")
+    assert sdist_build_key(a) == sdist_build_key(b)
+    assert sdist_build_key(a) != sdist_build_key(c)
 
 
 @pytest.fixture(autouse=True, scope="module")

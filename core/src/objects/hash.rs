@@ -59,7 +59,7 @@ impl HashKind {
 
     pub fn hasher(self) -> Hasher {
         match self {
-            HashKind::Blake3 => Hasher::Blake3(Box::new(blake3::Hasher::new())),
+            HashKind::Blake3 => Hasher::Blake3(Box::default()),
             HashKind::Sha256 => Hasher::Sha256(sha2::Sha256::new()),
             HashKind::Sha1 => Hasher::Sha1(sha1::Sha1::new()),
         }
