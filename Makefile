@@ -57,8 +57,11 @@ export RUSTC_WORKSPACE_WRAPPER := clippy-driver
 export CLIPPY_ARGS := -D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
 endif
 # The tools cargo installs are not the project's: their crates are not
-# linted (an install makes them the members of a workspace of their own).
-CARGO_TOOL_INSTALL = env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS $(CARGO) install
+# linted (an install makes them the members of a workspace of their own),
+# and they build in a folder of their own: in the shared one, their
+# dependencies (built with the tool's release profile, not ours) would
+# replace the project's, which then build again.
+CARGO_TOOL_INSTALL = env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS -u CARGO_BUILD_BUILD_DIR $(CARGO) install
 
 # Each make/*.mk adds what it installs to TEST_SETUP (see `test`).
 TEST_SETUP :=

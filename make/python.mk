@@ -66,9 +66,16 @@ $(WHEEL_TOOLS)/.ready: | python-venv
 	$(WHEEL_PY) -m pip install -q --disable-pip-version-check -r $(PY_WHEEL_DEPS)
 	touch $@
 
+# zig links the wheel, and cargo gives every crate of a build the linker
+# (-C linker), which its record of each crate holds: in the folder the
+# sdist's build also uses (the host's triple, the system linker), each of
+# the two made the other build every dependency again. So the wheel has a
+# build folder of its own.
+WHEEL_BUILD_DIR := $(if $(BALE_CACHE),CARGO_BUILD_BUILD_DIR=$(BALE_CACHE)/cargo-build-zig,CARGO_TARGET_DIR=$(abspath $(or $(CARGO_TARGET_DIR),target))/zig)
+
 wheels: $(WHEEL_TOOLS)/.ready
 	rm -f $(WHEEL_DIR)/bale-*.whl $(WHEEL_DIR)/bale-*.tar.gz
-	PATH="$(WHEEL_TOOLS)/bin:$$PATH" maturin build --release --locked --zig --compatibility manylinux2014 --out $(WHEEL_DIR)
+	$(WHEEL_BUILD_DIR) PATH="$(WHEEL_TOOLS)/bin:$$PATH" maturin build --release --locked --zig --compatibility manylinux2014 --out $(WHEEL_DIR)
 	PATH="$(WHEEL_TOOLS)/bin:$$PATH" maturin sdist --out $(WHEEL_DIR)
 	$(WHEEL_PY) scripts/wheel_info.py $(WHEEL_DIR)/bale-*.whl
 
