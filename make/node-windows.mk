@@ -66,7 +66,10 @@ node-windows-exe:
 # and the log holds the runner's `# fail 0`, so that a crash that prints
 # nothing cannot pass. binding.js finds the addon by the name napi gives a
 # gnu build for Windows (gitignored like every .node in the checkout).
-test-node-windows: node-build node-windows-addon node-windows-exe $(NODE_WINEPREFIX)/.bale-ready
+# The package's JavaScript is in the checkout and the addon is this
+# Windows one, so the host's addon is not built here (napi rebuilds it on
+# every call).
+test-node-windows: node-deps node-windows-addon node-windows-exe $(NODE_WINEPREFIX)/.bale-ready
 	cp $(NODE_WIN_ADDON) $(NODE_PKG)/bale.win32-x64-gnu.node
 	@status=0; WINEPREFIX=$(NODE_WINEPREFIX) wine $(NODE_WIN_EXE) --test $(NODE_WIN_SUITES) >$(NODE_WIN_LOG) 2>&1 || status=$$?; \
 	cat $(NODE_WIN_LOG); WINEPREFIX=$(NODE_WINEPREFIX) wineserver -w; \
