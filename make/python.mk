@@ -70,8 +70,11 @@ $(WHEEL_TOOLS)/.ready: | python-venv
 # (-C linker), which its record of each crate holds: in the folder the
 # sdist's build also uses (the host's triple, the system linker), each of
 # the two made the other build every dependency again. So the wheel has a
-# build folder of its own.
-WHEEL_BUILD_DIR := $(if $(BALE_CACHE),CARGO_BUILD_BUILD_DIR=$(BALE_CACHE)/cargo-build-zig,CARGO_TARGET_DIR=$(abspath $(or $(CARGO_TARGET_DIR),target))/zig)
+# build folder of its own. With the cache, its target folder is there too:
+# maturin writes pyo3's settings into it and passes their path
+# (PYO3_CONFIG_FILE), which pyo3's build script watches, so a path inside
+# each clone made each clone build pyo3 again.
+WHEEL_BUILD_DIR := $(if $(BALE_CACHE),CARGO_BUILD_BUILD_DIR=$(BALE_CACHE)/cargo-build-zig CARGO_TARGET_DIR=$(BALE_CACHE)/cargo-target-zig,CARGO_TARGET_DIR=$(abspath $(or $(CARGO_TARGET_DIR),target))/zig)
 
 wheels: $(WHEEL_TOOLS)/.ready
 	rm -f $(WHEEL_DIR)/bale-*.whl $(WHEEL_DIR)/bale-*.tar.gz
