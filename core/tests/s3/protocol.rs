@@ -188,6 +188,8 @@ fn pushers_in_separate_processes_all_land() {
     }
 }
 
+const GRACE_MS: u64 = 8000;
+
 #[test]
 fn gc_removes_unnamed_packs_after_the_grace_period_and_keeps_every_object() {
     let d = tmp!("gc");
@@ -196,7 +198,10 @@ fn gc_removes_unnamed_packs_after_the_grace_period_and_keeps_every_object() {
     let u = url("gc");
     let b = bucket_at(&u);
     let r = Remote::new(b.clone());
-    r.create(HashKind::Blake3, 1500).unwrap();
+    // The push must commit within the grace period, or it is refused (a
+    // gc could have taken its packs): 1.5 s was less than a push to moto
+    // took on a loaded machine (make test's two lanes and two busy loops).
+    r.create(HashKind::Blake3, GRACE_MS).unwrap();
     r.push(&a, &PushOptions::default(), &mut none).unwrap();
     // A push that died after uploading: an unnamed pack.
     b.put(
@@ -207,7 +212,7 @@ fn gc_removes_unnamed_packs_after_the_grace_period_and_keeps_every_object() {
     .unwrap();
     let g = r.gc(&GcOptions::default()).unwrap();
     assert!(g.orphans_deleted.is_empty(), "too young");
-    std::thread::sleep(std::time::Duration::from_millis(2500));
+    std::thread::sleep(std::time::Duration::from_millis(GRACE_MS + 1000));
     let g = r.gc(&GcOptions::default()).unwrap();
     assert_eq!(g.orphans_deleted.len(), 1);
     let (m, _) = r.manifest().unwrap();
