@@ -51,7 +51,9 @@ endif
 # Windows, wasm32, the Node addons, the wheel) is linted by the compile
 # that builds it, at no compile of its own. Its lint stage is then rustfmt
 # alone (fmt). `make lint` stays the check a change is made against,
-# without building anything.
+# without building anything; a build sees a little more than its check
+# (lints that look into dependencies' compiled code, box_default once), so
+# make test may find what make lint passed.
 ifeq ($(BALE_LINT_BUILDS),1)
 export RUSTC_WORKSPACE_WRAPPER := clippy-driver
 export CLIPPY_ARGS := -D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
