@@ -45,19 +45,16 @@ child_cpu() {
 # "stage lane start seconds cpu status" to $work/results. PREFIX=1 shows
 # each output line with the stage's name before it.
 run_lane() {
-	local lane=$1 prefix=$2 target start cpu status
+	local lane=$1 prefix=$2 target start cpu status label
 	shift 2
 	for target in "$@"; do
 		[ -e "$work/stop" ] && break
 		start=$SECONDS
 		child_cpu
 		cpu=$cpu_now
-		if [ "$prefix" = 1 ]; then
-			$make_cmd --no-print-directory "$target" 2>&1 | tee "$log_dir/$target.log" |
-				sed -u "s/^/[$target] /"
-		else
-			$make_cmd --no-print-directory "$target" 2>&1 | tee "$log_dir/$target.log"
-		fi
+		label=""
+		[ "$prefix" = 1 ] && label="[$target] "
+		$make_cmd --no-print-directory "$target" 2>&1 | tee "$log_dir/$target.log" | sed -u "s/^/$label/"
 		status=${PIPESTATUS[0]}
 		child_cpu
 		echo "$target $lane $((start - start_all)) $((SECONDS - start)) $(((cpu_now - cpu + 50) / 100)) $status" >>"$work/results"
