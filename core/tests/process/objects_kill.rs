@@ -219,6 +219,7 @@ struct Oracle {
 #[derive(Default)]
 struct Counts {
     kills: u64,
+    batches_awaited: u64,
     batches_acked: u64,
     batch_in_flight_kept: u64,
     deletes_acked: u64,
@@ -368,7 +369,15 @@ fn sigkill_object_store_workers() {
         }
         let mut writer = spawn("writer", &path, seed, &next_batch.to_string());
         let packer = (kind >= 5).then(|| spawn("packer", &path, seed, ""));
+        // Most cycles let the writer commit a few batches before the
+        // random delay, so the kills land among acknowledged work however
+        // slow the machine is (a delay alone may end before the first ack).
+        let wait_acks = rng.below(4);
         writer.wait_for("ready");
+        if wait_acks > 0 {
+            writer.wait_for(&format!("ack {}", next_batch + wait_acks - 1));
+            c.batches_awaited += wait_acks;
+        }
         std::thread::sleep(delay);
         let (killed, lines) = writer.kill();
         c.kills += u64::from(killed);
@@ -397,9 +406,10 @@ fn sigkill_object_store_workers() {
     let s = ObjectStore::open(&path, ObjectOptions::default()).expect("final open");
     let st = s.stats().expect("stats");
     println!(
-        "R3 objects: {cycles} cycles, {} SIGKILLs, {} batches acknowledged ({} in flight found whole), {} deletes acknowledged ({} in flight found done), {} objects at the end ({} chunked, {} staged)",
+        "R3 objects: {cycles} cycles, {} SIGKILLs, {} batches acknowledged ({} awaited before a kill, {} in flight found whole), {} deletes acknowledged ({} in flight found done), {} objects at the end ({} chunked, {} staged)",
         c.kills,
         c.batches_acked,
+        c.batches_awaited,
         c.batch_in_flight_kept,
         c.deletes_acked,
         c.delete_in_flight_kept,
@@ -412,7 +422,13 @@ fn sigkill_object_store_workers() {
         c.packs_done, c.repacks_done, c.killed_packing, c.killed_repacking, c.objects_verified
     );
     assert!(c.kills * 10 >= cycles * 7, "only {} kills in {cycles} cycles", c.kills);
-    assert!(c.batches_acked * 2 > cycles, "too few batches ({}) to exercise the kill", c.batches_acked);
+    assert!(
+        c.batches_acked >= c.batches_awaited,
+        "{} batches acknowledged, {} awaited",
+        c.batches_acked,
+        c.batches_awaited
+    );
+    assert!(c.batches_awaited * 2 > cycles, "too few batches ({}) to exercise the kill", c.batches_awaited);
     assert!(c.killed_packing > 0, "no kill landed during a pack");
     assert!(c.deletes_acked > 0 && c.repacks_done > 0, "maintenance never completed");
     let _ = std::fs::remove_dir_all(&dir);
