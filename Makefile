@@ -58,12 +58,19 @@ ifeq ($(BALE_LINT_BUILDS),1)
 export RUSTC_WORKSPACE_WRAPPER := clippy-driver
 export CLIPPY_ARGS := -D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
 endif
+# make test's host builds name the host's triple (cargo --target, through
+# CARGO_BUILD_TARGET), as napi and maturin do: cargo keeps a target named
+# apart from the one it builds for by default, so without it the Node
+# addon and the sdist (both built with the test profile there) would
+# compile every dependency again beside the Rust suites'.
+HOST_TRIPLE := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
+
 # The tools cargo installs are not the project's: their crates are not
 # linted (an install makes them the members of a workspace of their own),
 # and they build in a folder of their own: in the shared one, their
 # dependencies (built with the tool's release profile, not ours) would
 # replace the project's, which then build again.
-CARGO_TOOL_INSTALL = env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS -u CARGO_BUILD_BUILD_DIR $(CARGO) install
+CARGO_TOOL_INSTALL = env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS -u CARGO_BUILD_BUILD_DIR -u CARGO_BUILD_TARGET $(CARGO) install
 
 # Each make/*.mk adds what it installs to TEST_SETUP (see `test`).
 TEST_SETUP :=
@@ -95,20 +102,26 @@ export BALE_TEST_SEED ?= $(shell git rev-parse --short=16 HEAD 2>/dev/null)
 # much of a stage is a single process (a compile's last crates, a suite
 # under Wine, pytest), so two keep the machine's cores busier than one.
 # What may run side by side is set by what the stages share:
-#   - cargo locks a build folder per profile (and a cross build also
-#     the host's, for build scripts) while it compiles: the Rust lane
-#     builds the dev/test profile (native, Windows, macOS checks), the
-#     hosts lane the release one (the Node addons, the wheel, wasm32);
+#   - every build of the suites but three uses the test profile (the
+#     Rust suites, POSIX locks, the corpus tool, the Windows tests, the
+#     Node addons for Linux and Windows, the S3 suite, the inspector's
+#     CLI; the sdist the dev profile, whose dependencies are the same),
+#     so that they share the compiled dependencies: the first to need
+#     one compiles it, for all. The three are the zig-linked wheel (a
+#     build folder of its own, make/python.mk), wasm32 and the tools
+#     cargo installs;
+#   - cargo locks a build folder per profile and target (and a cross
+#     build also the host's, for build scripts) while it compiles, so a
+#     stage that builds while the other lane compiles waits for it; the
+#     hosts lane starts with the wheel and wasm32, which wait for no one;
 #   - .venv (Python, the S3 servers' moto), node_modules and the npm
 #     builds are the hosts lane's alone;
 #   - each Wine suite has a Wine prefix of its own (make/windows.mk).
-# The few builds of the other profile (test-wasm's CLI, the corpus tool)
-# wait for the other lane's compile, if one runs, and nothing more.
 LANE_RUST = test-rust corpus-check test-posix-locks check-macos test-windows
-LANE_HOSTS = test-node test-python test-wheels test-wasm test-remote-s3 test-node-windows
+LANE_HOSTS = test-python test-wasm test-node test-wheels test-remote-s3 test-node-windows
 test:
 	@echo "sampled sweeps: BALE_TEST_SEED=$(BALE_TEST_SEED) (set it to replay them; make test-long runs every case)"
-	@BALE_LINT_BUILDS=1 scripts/stages.sh "$(MAKE)" setup fmt -- $(LANE_RUST) -- $(LANE_HOSTS)
+	@BALE_LINT_BUILDS=1 CARGO_BUILD_TARGET=$(HOST_TRIPLE) scripts/stages.sh "$(MAKE)" setup fmt -- $(LANE_RUST) -- $(LANE_HOSTS)
 
 # Under CI=true (a fresh clone) with the cache, the tracked files' times are
 # set back (scripts/build-key.sh --pin) before anything builds, so that the
@@ -128,14 +141,20 @@ test-long:
 	$(MAKE) crash-long
 
 # Regenerates the current-version corpus in memory and fails on any byte of
-# drift. The test profile, as test-rust builds it: after that stage, nothing
-# is compiled again.
-CORPUS_TOOL = $(CARGO) run --locked -q --profile test -p bale-corpus --
-corpus-check:
+# drift. The corpus tool is built with the test profile and the selection
+# of packages the Rust suites have, so that cargo gives the core and its
+# dependencies the same features as in the other builds of the CLI (the
+# inspector's), and compiles the tool alone.
+CORPUS_TOOL = $(or $(CARGO_TARGET_DIR),target)/$(HOST_TRIPLE)/debug/bale-corpus
+.PHONY: corpus-tool
+corpus-tool:
+	$(CARGO) build $(RUST_TESTED) --locked -q --profile test --target $(HOST_TRIPLE) --bin bale-corpus
+
+corpus-check: corpus-tool
 	$(CORPUS_TOOL) check tests/corpus
 
 # Rewrites the current-version corpus (commit the result).
-corpus:
+corpus: corpus-tool
 	$(CORPUS_TOOL) generate tests/corpus
 
 clean-cache:
@@ -162,11 +181,15 @@ test-rust:
 # built with the same feature).
 # The whole `process` binary, and the modules of other binaries that lock
 # across handles or threads (a filter picks the tests whose names hold it).
+# All four with test-rust's selection of packages, which gives every
+# dependency the features it has there (cargo unifies them over the
+# packages selected): only the core and what is above it compile again.
+POSIX_TEST = $(CARGO) test $(RUST_TESTED) --locked --features bale/posix-locks
 test-posix-locks:
-	$(CARGO) test --locked -p bale --features posix-locks --lib --test process
-	$(CARGO) test --locked -p bale --features posix-locks --test tree -- file::
-	$(CARGO) test --locked -p bale --features posix-locks --test objects -- handles:: threads:: pack::
-	$(CARGO) test --locked -p bale-cli --features bale/posix-locks --test cli -- lock
+	$(POSIX_TEST) --lib --test process
+	$(POSIX_TEST) --test tree -- file::
+	$(POSIX_TEST) --test objects -- handles:: threads:: pack::
+	$(POSIX_TEST) --test cli -- lock
 
 # The core and the CLI, with their tests, must build and be clippy-clean
 # for macOS. There is no Apple linker or C compiler here, so this checks

@@ -3,9 +3,15 @@
 #
 #   make test-node-windows  build the Windows addon, fetch node.exe, run the
 #                           suites under Wine, print their log
-#   make node-windows-addon the Windows addon only ($(NODE_WIN_ADDON));
-#                           make/node.mk's NODE_WIN32_X64 names it, so the
-#                           bale-win32-x64 package is tested with it
+#   make node-windows-addon the Windows addon a release packs
+#                           ($(NODE_WIN_ADDON), the release profile);
+#                           make/node.mk's NODE_WIN32_X64 names it
+#
+# The suites (here and make/node.mk's package test) load the addon built
+# with the test profile ($(NODE_WIN_TEST_ADDON)), as test-windows builds
+# the core for Windows: the two share every compiled dependency, and the
+# core itself (the same features), so the addon costs the compile of the
+# binding alone.
 #
 # Installs when missing: what make/windows.mk's windows-tools installs
 # (mingw-w64, wine, the Rust target), a Wine prefix of its own (made as
@@ -14,7 +20,7 @@
 # 30 MB) into the build folder.
 #
 # The addon has the binding's default features, the S3 client of remotes
-# included: aws-lc-sys builds with mingw-w64's gcc (about 12 minutes cold).
+# included (ring's C and assembly build with mingw-w64's gcc).
 #
 # The addon takes the N-API functions from the process that loads it (napi's
 # dyn-symbols, bindings/node/Cargo.toml), so it imports nothing from Node;
@@ -29,6 +35,7 @@
 
 NODE_WIN_TARGET_DIR := $(abspath $(or $(CARGO_TARGET_DIR),target))
 NODE_WIN_ADDON := $(NODE_WIN_TARGET_DIR)/x86_64-pc-windows-gnu/release/bale_node.dll
+NODE_WIN_TEST_ADDON := $(NODE_WIN_TARGET_DIR)/x86_64-pc-windows-gnu/debug/bale_node.dll
 NODE_WIN_LIBNODE := $(NODE_WIN_TARGET_DIR)/libnode/libnode.dll
 NODE_WIN_DIR := $(NODE_WIN_TARGET_DIR)/node-win
 NODE_WIN_EXE := $(NODE_WIN_DIR)/node.exe
@@ -36,7 +43,7 @@ NODE_WIN_LOG := $(NODE_WIN_DIR)/test.log
 NODE_WINEPREFIX := $(NODE_WIN_TARGET_DIR)/wine-node
 NODE_WIN_SUITES := $(filter-out tests/node/packages.test.mjs,$(sort $(wildcard tests/node/*.test.mjs tests/node/*.test.cjs)))
 
-.PHONY: test-node-windows node-windows-addon node-windows-exe
+.PHONY: test-node-windows node-windows-addon node-windows-test-addon node-windows-exe
 
 TEST_SETUP += windows-tools
 
@@ -46,9 +53,13 @@ $(NODE_WIN_LIBNODE): | windows-build-tools
 	x86_64-w64-mingw32-dlltool -d $(dir $@)node.def -l $@
 
 # Cargo decides whether anything changed.
+NODE_WIN_BUILD = LIBNODE_PATH=$(dir $(NODE_WIN_LIBNODE)) $(CARGO) build -p bale-node --locked --target x86_64-pc-windows-gnu
 node-windows-addon: windows-build-tools $(NODE_WIN_LIBNODE)
-	LIBNODE_PATH=$(dir $(NODE_WIN_LIBNODE)) $(CARGO) build -p bale-node --release --locked --target x86_64-pc-windows-gnu
+	$(NODE_WIN_BUILD) --release
 $(NODE_WIN_ADDON): node-windows-addon ;
+node-windows-test-addon: windows-build-tools $(NODE_WIN_LIBNODE)
+	$(NODE_WIN_BUILD) --profile test
+$(NODE_WIN_TEST_ADDON): node-windows-test-addon ;
 
 # node.exe of the version the host runs, kept with that version beside it.
 node-windows-exe:
@@ -69,8 +80,8 @@ node-windows-exe:
 # The package's JavaScript is in the checkout and the addon is this
 # Windows one, so the host's addon is not built here (napi rebuilds it on
 # every call).
-test-node-windows: node-deps node-windows-addon node-windows-exe $(NODE_WINEPREFIX)/.bale-ready
-	cp $(NODE_WIN_ADDON) $(NODE_PKG)/bale.win32-x64-gnu.node
+test-node-windows: node-deps node-windows-test-addon node-windows-exe $(NODE_WINEPREFIX)/.bale-ready
+	cp $(NODE_WIN_TEST_ADDON) $(NODE_PKG)/bale.win32-x64-gnu.node
 	@status=0; WINEPREFIX=$(NODE_WINEPREFIX) wine $(NODE_WIN_EXE) --test $(NODE_WIN_SUITES) >$(NODE_WIN_LOG) 2>&1 || status=$$?; \
 	cat $(NODE_WIN_LOG); WINEPREFIX=$(NODE_WINEPREFIX) wineserver -w; \
 	if [ $$status -ne 0 ] || ! grep -qx '# fail 0' $(NODE_WIN_LOG); then \

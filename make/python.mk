@@ -91,8 +91,13 @@ test-python: python-install $(PY_VENV)/.test-deps
 		--allowlist stubtest-allowlist.txt --ignore-unused-allowlist
 	cd tests/python && MYPY_CACHE_DIR=../../$(PY_VENV)/.mypy_cache ../../$(PY) -m mypy --strict typing_usage.py
 
+# The sdist builds with the dev profile, whose dependencies are those of
+# the test profile (the same settings, in the same folder) that the Rust
+# suites and the Node addon compile, so it compiles the binding and the
+# core alone (tests/wheels). Not the test profile itself: maturin builds
+# through `cargo rustc`, where that profile builds the test harness.
 test-wheels: wheels $(PY_VENV)/.test-deps
-	BALE_WHEEL_DIR=$(WHEEL_DIR) BALE_WHEEL_PYTHON=$(WHEEL_PY) $(PY) -m pytest -q -p no:cacheprovider tests/wheels
+	BALE_WHEEL_DIR=$(WHEEL_DIR) BALE_WHEEL_PYTHON=$(WHEEL_PY) BALE_SDIST_PROFILE=dev $(PY) -m pytest -q -p no:cacheprovider tests/wheels
 
 bench-python: python-install
 	@$(PY) -c 'import lmdb' 2>/dev/null || $(PY) -m pip install -q --disable-pip-version-check lmdb

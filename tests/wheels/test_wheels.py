@@ -4,7 +4,10 @@ fresh venv (the sdist built from source there by pip: maturin from PyPI in
 pip's build isolation, and cargo), where an import smoke test and the golden
 corpus (tests/python/test_corpus.py) run. The venvs live in
 BALE_WHEEL_WORK, made anew each run. The sdist build shares CARGO_TARGET_DIR
-with the wheel's. A missing wheel or sdist fails."""
+with the other host builds; BALE_SDIST_PROFILE names the cargo profile it
+builds with (maturin's --profile, through MATURIN_PEP517_ARGS; release when
+unset): make test gives it the dev profile, whose compiled dependencies
+are the Rust suites' (make/python.mk). A missing wheel or sdist fails."""
 
 import hashlib
 import json
@@ -153,6 +156,8 @@ def test_sdist_built_from_source_in_a_fresh_venv():
         "CARGO_BUILD_TARGET": host,
         "BALE_BUILD_KEY": sdist_build_key(sdist),
     }
+    if os.environ.get("BALE_SDIST_PROFILE"):
+        env["MATURIN_PEP517_ARGS"] = f"--profile {os.environ['BALE_SDIST_PROFILE']}"
     run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", sdist], env=env)
     assert check_installed(python) > 50
 
