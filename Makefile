@@ -58,15 +58,6 @@ ifeq ($(BALE_LINT_BUILDS),1)
 export RUSTC_WORKSPACE_WRAPPER := clippy-driver
 export CLIPPY_ARGS := -D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
 endif
-# The cross builds (Windows, the macOS check) keep their intermediate
-# files in build folders of their own: cargo locks the host's part of a
-# build folder while a cross build compiles (its build scripts and proc
-# macros run on the host), so in the host's folder each Windows compile
-# held up every host build of the other lane for minutes. Compiling the
-# build scripts and proc macros once more per folder costs far less.
-# $(call CROSS_BUILD_DIR,name): that folder, for CARGO_BUILD_BUILD_DIR.
-CROSS_BUILD_DIR = $(if $(BALE_CACHE),$(BALE_CACHE)/cargo-build-$(1),$(abspath $(or $(CARGO_TARGET_DIR),target))/build-$(1))
-
 # make test's host builds name the host's triple (cargo --target, through
 # CARGO_BUILD_TARGET), as napi and maturin do: cargo keeps a target named
 # apart from the one it builds for by default, so without it the Node
@@ -121,16 +112,15 @@ export BALE_TEST_SEED ?= $(shell git rev-parse --short=16 HEAD 2>/dev/null)
 #     cargo installs;
 #   - cargo locks a build folder per profile and target (and a cross
 #     build also the host's, for build scripts) while it compiles, so a
-#     stage that builds while the other lane compiles waits for it (the
-#     cross builds have folders of their own, CROSS_BUILD_DIR); the
+#     stage that builds while the other lane compiles waits for it; the
 #     hosts lane starts with the wheel and wasm32, which wait for no one,
 #     and builds the Node addons late, when test-windows has compiled
 #     the Windows dependencies and runs its suites under Wine (one core);
 #   - .venv (Python, the S3 servers' moto), node_modules and the npm
 #     builds are the hosts lane's alone;
 #   - each Wine suite has a Wine prefix of its own (make/windows.mk).
-LANE_RUST = test-rust corpus-check test-posix-locks test-windows
-LANE_HOSTS = test-python test-wasm test-wheels test-remote-s3 test-node test-node-windows check-macos
+LANE_RUST = test-rust corpus-check test-posix-locks check-macos test-windows
+LANE_HOSTS = test-python test-wasm test-wheels test-remote-s3 test-node test-node-windows
 test:
 	@echo "sampled sweeps: BALE_TEST_SEED=$(BALE_TEST_SEED) (set it to replay them; make test-long runs every case)"
 	@BALE_LINT_BUILDS=1 CARGO_BUILD_TARGET=$(HOST_TRIPLE) scripts/stages.sh "$(MAKE)" setup fmt -- $(LANE_RUST) -- $(LANE_HOSTS)
@@ -221,7 +211,7 @@ macos-targets: deps
 check-macos: macos-targets
 	@for t in $(MACOS_TARGETS); do u=$$(echo $$t | tr - _); \
 		echo "clippy --target $$t"; \
-		env CC_$$u=true AR_$$u=true CARGO_BUILD_BUILD_DIR=$(call CROSS_BUILD_DIR,macos) $(CARGO) clippy --locked -q -p bale -p bale-cli --all-targets --target $$t -- -D warnings || exit 1; \
+		env CC_$$u=true AR_$$u=true $(CARGO) clippy --locked -q -p bale -p bale-cli --all-targets --target $$t -- -D warnings || exit 1; \
 	done
 
 crash-long:

@@ -53,7 +53,7 @@ $(NODE_WIN_LIBNODE): | windows-build-tools
 	x86_64-w64-mingw32-dlltool -d $(dir $@)node.def -l $@
 
 # Cargo decides whether anything changed.
-NODE_WIN_BUILD = LIBNODE_PATH=$(dir $(NODE_WIN_LIBNODE)) $(WIN_CARGO) build -p bale-node --locked --target x86_64-pc-windows-gnu
+NODE_WIN_BUILD = LIBNODE_PATH=$(dir $(NODE_WIN_LIBNODE)) $(CARGO) build -p bale-node --locked --target x86_64-pc-windows-gnu
 node-windows-addon: windows-build-tools $(NODE_WIN_LIBNODE)
 	$(NODE_WIN_BUILD) --release
 $(NODE_WIN_ADDON): node-windows-addon ;

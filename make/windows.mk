@@ -13,9 +13,6 @@
 # and reports Windows 10 (Node >= 20 refuses Wine's default version).
 
 WIN_TRIPLE := x86_64-pc-windows-gnu
-# A build folder of its own (Makefile, CROSS_BUILD_DIR), which the Windows
-# Node addon (make/node-windows.mk) shares.
-WIN_CARGO = CARGO_BUILD_BUILD_DIR=$(call CROSS_BUILD_DIR,windows) $(CARGO)
 WIN_TARGET_DIR := $(abspath $(or $(CARGO_TARGET_DIR),target))
 WINEPREFIX := $(WIN_TARGET_DIR)/wine
 WIN_SHIM := $(WIN_TARGET_DIR)/wine-shim/bcryptprimitives.dll
@@ -57,7 +54,7 @@ $(WIN_SHIM): tools/wine/bcryptprimitives.c tools/wine/bcryptprimitives.def | win
 wine-prefix: $(WIN_READY)
 
 lint-windows: windows-build-tools
-	$(WIN_CARGO) clippy --target $(WIN_TRIPLE) -p bale -p bale-cli --all-targets --locked -- -D warnings
+	$(CARGO) clippy --target $(WIN_TRIPLE) -p bale -p bale-cli --all-targets --locked -- -D warnings
 
 # The tests of the core and the CLI that exercise Windows code, as
 # Windows binaries under Wine: the core's unit tests (its Windows file,
@@ -85,5 +82,5 @@ lint-windows: windows-build-tools
 test-windows: $(WIN_READY)
 	WINEPREFIX=$(WINEPREFIX) wineserver -p
 	@status=0; WINEPREFIX=$(WINEPREFIX) CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=wine \
-		$(WIN_CARGO) test --target $(WIN_TRIPLE) --locked -p bale -p bale-cli --tests || status=$$?; \
+		$(CARGO) test --target $(WIN_TRIPLE) --locked -p bale -p bale-cli --tests || status=$$?; \
 	WINEPREFIX=$(WINEPREFIX) wineserver -k || true; exit $$status
