@@ -113,14 +113,16 @@ export BALE_TEST_SEED ?= $(shell git rev-parse --short=16 HEAD 2>/dev/null)
 #   - cargo locks a build folder per profile and target (and a cross
 #     build also the host's, for build scripts) while it compiles, so a
 #     stage that builds while the other lane compiles waits for it; the
-#     hosts lane starts with the wheel and wasm32, which wait for no one,
-#     and builds the Node addons late, when test-windows has compiled
-#     the Windows dependencies and runs its suites under Wine (one core);
+#     hosts lane starts with the wheel and wasm32, which wait for no one.
+#     Cargo locks the target folder's host part too, which a build folder
+#     of their own for the cross builds does not free: a Windows compile
+#     still holds up the other lane's host builds. The order here is the
+#     fastest of those measured (README);
 #   - .venv (Python, the S3 servers' moto), node_modules and the npm
 #     builds are the hosts lane's alone;
 #   - each Wine suite has a Wine prefix of its own (make/windows.mk).
 LANE_RUST = test-rust corpus-check test-posix-locks check-macos test-windows
-LANE_HOSTS = test-python test-wasm test-wheels test-remote-s3 test-node test-node-windows
+LANE_HOSTS = test-python test-wasm test-node test-wheels test-remote-s3 test-node-windows
 test:
 	@echo "sampled sweeps: BALE_TEST_SEED=$(BALE_TEST_SEED) (set it to replay them; make test-long runs every case)"
 	@BALE_LINT_BUILDS=1 CARGO_BUILD_TARGET=$(HOST_TRIPLE) scripts/stages.sh "$(MAKE)" setup fmt -- $(LANE_RUST) -- $(LANE_HOSTS)
