@@ -71,6 +71,10 @@ HOST_TRIPLE := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 # dependencies (built with the tool's release profile, not ours) would
 # replace the project's, which then build again.
 CARGO_TOOL_INSTALL = env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS -u CARGO_BUILD_BUILD_DIR -u CARGO_BUILD_TARGET $(CARGO) install
+# $(call TOOL,binary,its --version line,cargo install arguments): installs
+# the tool when the binary is missing or says another version.
+TOOL = @if [ "$$($(1) --version 2>/dev/null)" != "$(2)" ]; then \
+	echo "installing $(2) (cargo install $(3))"; $(CARGO_TOOL_INSTALL) $(3); fi
 
 # Each make/*.mk adds what it installs to TEST_SETUP (see `test`).
 TEST_SETUP :=

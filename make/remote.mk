@@ -31,17 +31,11 @@ $(PY_VENV)/.s3-deps: $(S3_PY_DEPS) | python-venv
 	$(PY) -m pip install -q --disable-pip-version-check -r $(S3_PY_DEPS)
 	touch $@
 
-S3S_FS_INSTALL = $(CARGO_TOOL_INSTALL) s3s-fs --locked --version $(S3S_FS_VERSION) --features binary
+S3S_FS_INSTALL = s3s-fs --locked --version $(S3S_FS_VERSION) --features binary
 s3s-fs-tool:
-	@if [ "$$($(S3S_FS) --version 2>/dev/null)" != "s3s-fs $(S3S_FS_VERSION)" ]; then \
-		echo "installing s3s-fs $(S3S_FS_VERSION) (cargo install, about 3 minutes)"; \
-		$(S3S_FS_INSTALL) --root $(S3_TOOLS); \
-	fi
+	$(call TOOL,$(S3S_FS),s3s-fs $(S3S_FS_VERSION),$(S3S_FS_INSTALL) --root $(S3_TOOLS))
 s3s-fs-test-tool:
-	@if [ "$$($(S3S_FS_TEST) --version 2>/dev/null)" != "s3s-fs $(S3S_FS_VERSION)" ]; then \
-		echo "installing s3s-fs $(S3S_FS_VERSION) unoptimised (cargo install --debug, about 2 minutes)"; \
-		$(S3S_FS_INSTALL) --debug --root $(S3_TEST_TOOLS); \
-	fi
+	$(call TOOL,$(S3S_FS_TEST),s3s-fs $(S3S_FS_VERSION),$(S3S_FS_INSTALL) --debug --root $(S3_TEST_TOOLS))
 
 # The core's own remote unit tests, with the feature, run in test-rust (the
 # CLI turns it on there).

@@ -47,11 +47,7 @@ WASM_BINDGEN_ROOT = $(TOOLS_DIR)/wasm-bindgen-$(WASM_BINDGEN_VERSION)-debug
 WASM_BINDGEN = $(WASM_BINDGEN_ROOT)/bin/wasm-bindgen
 wasm-tools: wasm-target
 	@command -v node >/dev/null || { echo "node is missing: install Node.js >= 20"; exit 1; }
-	@want="wasm-bindgen $(WASM_BINDGEN_VERSION)"; \
-	if [ "$$($(WASM_BINDGEN) --version 2>/dev/null)" != "$$want" ]; then \
-		echo "installing $$want (cargo install, about a minute)"; \
-		$(CARGO_TOOL_INSTALL) wasm-bindgen-cli --version "$(WASM_BINDGEN_VERSION)" --locked --debug --no-default-features --root $(WASM_BINDGEN_ROOT); \
-	fi
+	$(call TOOL,$(WASM_BINDGEN),wasm-bindgen $(WASM_BINDGEN_VERSION),wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION) --locked --debug --no-default-features --root $(WASM_BINDGEN_ROOT))
 
 chromium:
 	@command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
