@@ -125,11 +125,21 @@ export BALE_TEST_SEED ?= $(shell git rev-parse --short=16 HEAD 2>/dev/null)
 #   - .venv (Python, the S3 servers' moto), node_modules and the npm
 #     builds are the hosts lane's alone;
 #   - each Wine suite has a Wine prefix of its own (make/windows.mk).
-LANE_RUST = test-rust corpus-check test-posix-locks check-macos test-windows
-LANE_HOSTS = test-python test-wasm test-node test-wheels test-remote-s3 test-node-windows
+# The Rust lane is the longer one, so the clippy check for macOS (a
+# cross build, holding the host part's lock only briefly) ends the hosts
+# lane, whose last stage runs under Wine and compiles nothing.
+LANE_RUST = test-rust corpus-check test-posix-locks test-windows
+LANE_HOSTS = test-python test-wasm test-node test-wheels test-remote-s3 test-node-windows check-macos
+# The suites' temporary files (std::env::temp_dir, pytest's tmp_path,
+# Node's os.tmpdir) go to a folder of the checkout, emptied when make test
+# starts and removed when it passes, so that no run leaves files behind
+# in the system's temporary folder; a failed run's stay for a look.
+TEST_TMP := $(CURDIR)/target/test-tmp
 test:
 	@echo "sampled sweeps: BALE_TEST_SEED=$(BALE_TEST_SEED) (set it to replay them; make test-long runs every case)"
-	@BALE_LINT_BUILDS=1 CARGO_BUILD_TARGET=$(HOST_TRIPLE) scripts/stages.sh "$(MAKE)" setup fmt -- $(LANE_RUST) -- $(LANE_HOSTS)
+	@rm -rf $(TEST_TMP) && mkdir -p $(TEST_TMP)
+	@TMPDIR=$(TEST_TMP) BALE_LINT_BUILDS=1 CARGO_BUILD_TARGET=$(HOST_TRIPLE) scripts/stages.sh "$(MAKE)" setup fmt -- $(LANE_RUST) -- $(LANE_HOSTS)
+	@rm -rf $(TEST_TMP)
 
 # Under CI=true (a fresh clone) with the cache, the tracked files' times are
 # set back (scripts/build-key.sh --pin) before anything builds, so that the

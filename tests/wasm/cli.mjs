@@ -17,7 +17,8 @@ export function cliPath() {
   const build = spawnSync('cargo', ['build', '--locked', '-q', '-p', 'bale-cli', '--features', 'inspector'], { cwd: REPO, stdio: 'inherit' });
   if (build.status !== 0) throw new Error('cargo build -p bale-cli --features inspector failed');
   const target = process.env.CARGO_TARGET_DIR ? resolve(REPO, process.env.CARGO_TARGET_DIR) : join(REPO, 'target');
-  built = join(target, 'debug', 'bale');
+  // cargo puts a build for CARGO_BUILD_TARGET (make test sets it) under the triple.
+  built = join(target, process.env.CARGO_BUILD_TARGET || '', 'debug', 'bale');
   return built;
 }
 
