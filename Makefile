@@ -136,7 +136,7 @@ LANE_HOSTS = test-python test-wasm test-node test-wheels test-remote-s3 test-nod
 # in the system's temporary folder; a failed run's stay for a look.
 TEST_TMP := $(CURDIR)/target/test-tmp
 test:
-	@echo "sampled sweeps: BALE_TEST_SEED=$(BALE_TEST_SEED) (set it to replay them; make test-long runs every case)"
+	@echo "sampled sweeps: BALE_TEST_SEED=$(BALE_TEST_SEED) (set it to replay them; make test-long runs the long sweeps)"
 	@rm -rf $(TEST_TMP) && mkdir -p $(TEST_TMP)
 	@TMPDIR=$(TEST_TMP) BALE_LINT_BUILDS=1 CARGO_BUILD_TARGET=$(HOST_TRIPLE) scripts/stages.sh "$(MAKE)" setup fmt -- $(LANE_RUST) -- $(LANE_HOSTS)
 	@rm -rf $(TEST_TMP)
@@ -151,9 +151,12 @@ endif
 pin-times:
 	scripts/build-key.sh --pin
 
-# Every case of the sampled sweeps: each bad-file sweep cuts every table
-# and store at every length and flips every bit on every backend (a
-# release build, as the cases number in the millions); then crash-long.
+# The long forms of the sampled sweeps: each bad-file sweep cuts every
+# table and store at every length on every backend and flips every bit of
+# the tree stores and the small tables, and of larger tables every bit of
+# each page's header and trailer plus tens of thousands of others
+# (core/tests/bitable/badfiles.rs, `flips`); a release build, as the cases
+# number in the millions. Then crash-long. tests/README.md has the time.
 test-long:
 	BALE_TEST_LONG=1 $(CARGO) test --release --locked -p bale --test tree --test bitable -- badfiles:: --nocapture
 	$(MAKE) crash-long

@@ -1,4 +1,5 @@
-//! Which cases of a long sweep a run takes: all of them under
+//! Which cases of a long sweep a run takes: all of them (or, where every
+//! case would take days, a far larger set: bitable bit flips) under
 //! `BALE_TEST_LONG=1` (`make test-long`; `BALE_BADFILES_FULL=1` too),
 //! otherwise a sample drawn from `BALE_TEST_SEED`. `make test` sets the
 //! seed from the commit id, so that each commit tries other cases and
