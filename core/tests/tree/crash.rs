@@ -231,6 +231,13 @@ fn run_seed(seed: u64, page_size: u32, counts: &mut Counts) {
         }
 
         let mut w = store.write().expect("write");
+        // A handle's first write syncs the newest meta again: each image
+        // there holds the last commit.
+        for (i, p) in storage.take_points().iter().enumerate() {
+            counts.sync_points += 1;
+            let exp = Expect { old: &committed, new: None, history: &history };
+            verify_point(p, &exp, &mut rng, counts, &format!("seed {seed} txn {c} begin sync {i}"));
+        }
         let mut next = model.clone();
         let ops = 1 + rng.below(10);
         for _ in 0..ops {
@@ -288,7 +295,7 @@ fn run_seed(seed: u64, page_size: u32, counts: &mut Counts) {
         if rng.below(8) == 0 {
             w.abort();
             counts.aborts += 1;
-            assert!(storage.take_points().is_empty(), "an abort synced");
+            assert!(storage.take_points().is_empty(), "seed {seed} txn {c}: an abort synced");
             counts.between_syncs += 1;
             let exp = Expect { old: &committed, new: None, history: &history };
             let p = storage.now();
@@ -346,6 +353,18 @@ fn crash_images_at_every_sync_point() {
         (counts.lost, counts.unopenable, counts.partial, counts.check_failed, counts.rewrite_failed),
         (0, 0, 0, 0, 0)
     );
+}
+
+/// Regression: a handle's first write syncs the newest meta again (it may
+/// be another handle's, not yet durable), and seed 68 aborts its first
+/// transaction: that sync was taken for the abort's, failing
+/// `make crash-long`, and its crash image went unchecked.
+#[test]
+fn crash_images_when_the_first_transaction_aborts() {
+    let mut counts = Counts::default();
+    run_seed(0xB41E_0000 + 68, 16384, &mut counts);
+    assert!(counts.aborts > 0, "the seed no longer aborts");
+    assert!(counts.failures.is_empty(), "crash failures:\n{}", counts.failures.join("\n"));
 }
 
 /// Regression: power loss while a new store is being created. Nothing was
